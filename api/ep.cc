@@ -1,0 +1,915 @@
+// ep.cc - the C entry points of libep: argument checks, error handlers, dispatch.
+//
+// Every function checks that libep is initialized, checks its arguments (each
+// failure names the call, the argument and its value, see runtime/error.h), guards
+// the endpoint against concurrent entry (EP_ERR_CONCURRENT), and then calls the
+// runtime.  Errors on a valid communicator go through its error handler.
+#include "ep/ep.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/comm.h"
+#include "runtime/datatype.h"
+#include "runtime/error.h"
+#include "runtime/p2p.h"
+#include "runtime/request.h"
+#include "runtime/runtime.h"
+
+struct ep_group_s {
+  ep::runtime::Group g;
+};
+
+namespace {
+
+using ep::runtime::Endpoint;
+using ep::runtime::fail;
+using ep::runtime::Request;
+using ep::runtime::runtime;
+using ep::runtime::SendMode;
+using ep::runtime::TypeInfo;
+
+// Applies the communicator's error handler to a failure code.
+int handle(EP_Errhandler eh, int code) {
+  if (code != EP_SUCCESS && eh == EP_ERRORS_ARE_FATAL) {
+    std::fprintf(stderr, "libep: fatal error: %s\n", ep::runtime::error_string(code).c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  return code;
+}
+int handle(Endpoint* ep, int code) { return handle(ep->errhandler, code); }
+
+#define EP_CHECK_INIT(call)                                                              \
+  do {                                                                                   \
+    if (runtime() == nullptr) {                                                          \
+      return fail(EP_ERR_NOT_INITIALIZED, call, "libep is not initialized (call EP_Init)"); \
+    }                                                                                    \
+  } while (0)
+
+Endpoint* as_endpoint(EP_Comm c) {
+  auto* ep = reinterpret_cast<Endpoint*>(c);
+  return (ep != nullptr && ep->magic == Endpoint::kMagic) ? ep : nullptr;
+}
+
+// Holds an endpoint for the duration of one call; detects concurrent entry.
+class Entry {
+ public:
+  explicit Entry(Endpoint* ep) : ep_(ep) {
+    // acquire: pairs with the release in ~Entry() of the previous user of the handle.
+    ok_ = ep_->busy.exchange(1, std::memory_order_acquire) == 0;
+  }
+  ~Entry() {
+    if (ok_) ep_->busy.store(0, std::memory_order_release);  // pairs: the exchange above
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  Endpoint* ep_;
+  bool ok_;
+};
+
+#define EP_GET_COMM(ep, comm, call)                                                 \
+  EP_CHECK_INIT(call);                                                              \
+  Endpoint* ep = as_endpoint(comm);                                                 \
+  if (ep == nullptr) {                                                              \
+    return fail(EP_ERR_COMM, call, "communicator is %s",                            \
+                (comm) == EP_COMM_NULL ? "EP_COMM_NULL" : "not a valid endpoint handle"); \
+  }                                                                                 \
+  Entry entry_guard(ep);                                                            \
+  if (!entry_guard.ok()) {                                                          \
+    return handle(ep, fail(EP_ERR_CONCURRENT, call,                                 \
+                           "another thread is inside a call on endpoint %d of this " \
+                           "communicator",                                          \
+                           ep->rank));                                              \
+  }
+
+int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const char* arg) {
+  if (!ep::runtime::describe(type, ti)) {
+    return fail(EP_ERR_TYPE, call, "%s is not a valid committed datatype", arg);
+  }
+  return EP_SUCCESS;
+}
+
+bool is_builtin(MPI_Datatype type) {
+  int ni = 0, na = 0, nd = 0, combiner = 0;
+  MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
+  return combiner == MPI_COMBINER_NAMED;
+}
+
+int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* call) {
+  if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
+  int err = check_type(type, ti, call, "datatype");
+  if (err != EP_SUCCESS) return err;
+  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+    return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
+  }
+  return EP_SUCCESS;
+}
+
+int check_dest(Endpoint* ep, int dest, const char* call) {
+  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->size)) return EP_SUCCESS;
+  if (dest == EP_ANY_SOURCE) {
+    return fail(EP_ERR_RANK, call, "dest EP_ANY_SOURCE is not allowed on a send");
+  }
+  return fail(EP_ERR_RANK, call, "dest %d is not a rank of the communicator (size %d)", dest,
+              ep->comm->size);
+}
+
+int check_send_tag(Endpoint* ep, int tag, const char* call) {
+  if (tag == EP_ANY_TAG) return fail(EP_ERR_TAG, call, "tag EP_ANY_TAG is not allowed on a send");
+  if (tag < 0) return fail(EP_ERR_TAG, call, "tag %d is negative", tag);
+  if (tag > ep->comm->tag_ub) {
+    return fail(EP_ERR_TAG, call, "tag %d is above EP_Comm_tag_ub (%d)", tag, ep->comm->tag_ub);
+  }
+  return EP_SUCCESS;
+}
+
+int check_source(Endpoint* ep, int source, const char* call) {
+  if (source == EP_PROC_NULL || source == EP_ANY_SOURCE ||
+      (source >= 0 && source < ep->comm->size)) {
+    return EP_SUCCESS;
+  }
+  return fail(EP_ERR_RANK, call, "source %d is not a rank of the communicator (size %d)", source,
+              ep->comm->size);
+}
+
+int check_recv_tag(Endpoint* ep, int tag, const char* call) {
+  if (tag == EP_ANY_TAG || (tag >= 0 && tag <= ep->comm->tag_ub)) return EP_SUCCESS;
+  if (tag < 0) return fail(EP_ERR_TAG, call, "tag %d is negative (and not EP_ANY_TAG)", tag);
+  return fail(EP_ERR_TAG, call, "tag %d is above EP_Comm_tag_ub (%d)", tag, ep->comm->tag_ub);
+}
+
+void empty_status(EP_Status* st) {
+  if (st == EP_STATUS_IGNORE) return;
+  st->EP_SOURCE = EP_ANY_SOURCE;
+  st->EP_TAG = EP_ANY_TAG;
+  st->EP_ERROR = EP_SUCCESS;
+  st->ep_cancelled_ = 0;
+  st->ep_bytes_ = 0;
+}
+
+void copy_status(const Request* r, EP_Status* st) {
+  if (st != EP_STATUS_IGNORE) *st = r->status;
+}
+
+ep::progress::Policy policy() { return runtime()->config.progress_policy; }
+
+int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+                SendMode mode, EP_Request* request, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  TypeInfo ti;
+  int err = check_buffer(buf, count, type, &ti, call);
+  if (err == EP_SUCCESS) err = check_dest(ep, dest, call);
+  if (err == EP_SUCCESS) err = check_send_tag(ep, tag, call);
+  if (err == EP_SUCCESS && request != nullptr && request == nullptr) err = EP_ERR_ARG;
+  if (err != EP_SUCCESS) return handle(ep, err);
+  Request* r = nullptr;
+  err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,
+                          request != nullptr ? &r : nullptr, call);
+  if (err == EP_SUCCESS && request != nullptr) {
+    r->errhandler = ep->errhandler;
+    *request = reinterpret_cast<EP_Request>(r);
+  }
+  return handle(ep, err);
+}
+
+int recv_checks(Endpoint* ep, void* buf, int count, MPI_Datatype type, int source, int tag,
+                TypeInfo* ti, const char* call) {
+  int err = check_buffer(buf, count, type, ti, call);
+  if (err == EP_SUCCESS) err = check_source(ep, source, call);
+  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
+  return err;
+}
+
+// Completes a finished request: status out, reference dropped, handle nulled.
+int finish(EP_Request* handle_ptr, EP_Status* st) {
+  Request* r = reinterpret_cast<Request*>(*handle_ptr);
+  copy_status(r, st);
+  int err = r->status.EP_ERROR;
+  ep::runtime::request_unref(r);
+  *handle_ptr = EP_REQUEST_NULL;
+  return err;
+}
+
+Request* req_of(EP_Request h) { return reinterpret_cast<Request*>(h); }
+
+int check_requests(int n, EP_Request reqs[], const char* call) {
+  if (n < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", n);
+  if (n > 0 && reqs == nullptr) return fail(EP_ERR_ARG, call, "array of requests is NULL");
+  return EP_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- Environment -------------------------------------------------------------------
+
+int EP_Init(void) {
+  if (runtime() != nullptr) return fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized");
+  return ep::runtime::runtime_init();
+}
+
+int EP_Finalize(void) {
+  EP_CHECK_INIT("EP_Finalize");
+  return ep::runtime::runtime_finalize();
+}
+
+int EP_Initialized(int* flag) {
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Initialized", "flag is NULL");
+  *flag = runtime() != nullptr;
+  return EP_SUCCESS;
+}
+
+int EP_Query_thread(int* provided) {
+  EP_CHECK_INIT("EP_Query_thread");
+  if (provided == nullptr) return fail(EP_ERR_ARG, "EP_Query_thread", "provided is NULL");
+  *provided = MPI_THREAD_MULTIPLE;
+  return EP_SUCCESS;
+}
+
+int EP_Is_thread_main(int* flag) {
+  EP_CHECK_INIT("EP_Is_thread_main");
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Is_thread_main", "flag is NULL");
+  MPI_Is_thread_main(flag);
+  return EP_SUCCESS;
+}
+
+double EP_Wtime(void) { return MPI_Wtime(); }
+
+int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler eh) {
+  EP_GET_COMM(ep, comm, "EP_Comm_set_errhandler");
+  if (eh != EP_ERRORS_ARE_FATAL && eh != EP_ERRORS_RETURN) {
+    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_set_errhandler",
+                           "errhandler is neither EP_ERRORS_ARE_FATAL nor EP_ERRORS_RETURN"));
+  }
+  ep->errhandler = eh;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler* eh) {
+  EP_GET_COMM(ep, comm, "EP_Comm_get_errhandler");
+  if (eh == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_get_errhandler", "errhandler is NULL"));
+  *eh = ep->errhandler;
+  return EP_SUCCESS;
+}
+
+int EP_Error_string(int code, char* string, int* resultlen) {
+  if (string == nullptr || resultlen == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Error_string", "string or resultlen is NULL");
+  }
+  std::string s = ep::runtime::error_string(code);
+  size_t n = s.size() < EP_MAX_ERROR_STRING - 1 ? s.size() : EP_MAX_ERROR_STRING - 1;
+  std::memcpy(string, s.data(), n);
+  string[n] = '\0';
+  *resultlen = static_cast<int>(n);
+  return EP_SUCCESS;
+}
+
+// ---- Communicators -------------------------------------------------------------------
+
+int EP_Comm_create_endpoints(MPI_Comm parent, int num_ep, MPI_Info info, EP_Comm comms[]) {
+  (void)info;
+  EP_CHECK_INIT("EP_Comm_create_endpoints");
+  if (parent == MPI_COMM_NULL) {
+    return fail(EP_ERR_COMM, "EP_Comm_create_endpoints", "parent is MPI_COMM_NULL");
+  }
+  int inter = 0;
+  if (MPI_Comm_test_inter(parent, &inter) != MPI_SUCCESS) {
+    return fail(EP_ERR_COMM, "EP_Comm_create_endpoints", "parent is not a valid MPI communicator");
+  }
+  if (inter) {
+    return fail(EP_ERR_COMM, "EP_Comm_create_endpoints", "parent is an intercommunicator");
+  }
+  if (num_ep > 0 && comms == nullptr) {
+    // Still take part in the collective so that no other process hangs.
+    std::vector<EP_Comm> tmp(static_cast<size_t>(num_ep));
+    int err = ep::runtime::comm_create_endpoints(parent, num_ep, tmp.data());
+    if (err == EP_SUCCESS) {
+      for (EP_Comm& c : tmp) EP_Comm_free(&c);
+    }
+    return fail(EP_ERR_ARG, "EP_Comm_create_endpoints", "comms is NULL but num_ep is %d", num_ep);
+  }
+  if (num_ep > 65535) {
+    return fail(EP_ERR_ARG, "EP_Comm_create_endpoints", "num_ep %d is above 65535", num_ep);
+  }
+  return ep::runtime::comm_create_endpoints(parent, num_ep, comms);
+}
+
+int EP_Comm_rank(EP_Comm comm, int* rank) {
+  EP_GET_COMM(ep, comm, "EP_Comm_rank");
+  if (rank == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_rank", "rank is NULL"));
+  *rank = ep->rank;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_size(EP_Comm comm, int* size) {
+  EP_GET_COMM(ep, comm, "EP_Comm_size");
+  if (size == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_size", "size is NULL"));
+  *size = ep->comm->size;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_local_rank(EP_Comm comm, int* rank) {
+  EP_GET_COMM(ep, comm, "EP_Comm_local_rank");
+  if (rank == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_local_rank", "rank is NULL"));
+  *rank = ep->local_index;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_local_size(EP_Comm comm, int* size) {
+  EP_GET_COMM(ep, comm, "EP_Comm_local_size");
+  if (size == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_local_size", "size is NULL"));
+  *size = static_cast<int>(ep->comm->local.size());
+  return EP_SUCCESS;
+}
+
+int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
+  EP_GET_COMM(ep, comm, "EP_Comm_dup");
+  if (newcomm == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_dup", "newcomm is NULL"));
+  Endpoint* n = nullptr;
+  int err = ep::runtime::comm_dup(ep, &n);
+  if (err == EP_SUCCESS) *newcomm = reinterpret_cast<EP_Comm>(n);
+  return handle(ep, err);
+}
+
+int EP_Comm_free(EP_Comm* comm) {
+  EP_CHECK_INIT("EP_Comm_free");
+  if (comm == nullptr) return fail(EP_ERR_ARG, "EP_Comm_free", "comm is NULL");
+  Endpoint* ep = as_endpoint(*comm);
+  if (ep == nullptr) {
+    return fail(EP_ERR_COMM, "EP_Comm_free", "communicator is %s",
+                *comm == EP_COMM_NULL ? "EP_COMM_NULL" : "not a valid endpoint handle");
+  }
+  {
+    Entry guard(ep);
+    if (!guard.ok()) {
+      return handle(ep, fail(EP_ERR_CONCURRENT, "EP_Comm_free",
+                             "another thread is inside a call on endpoint %d", ep->rank));
+    }
+  }
+  ep::runtime::comm_free(ep);
+  *comm = EP_COMM_NULL;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int* result) {
+  EP_CHECK_INIT("EP_Comm_compare");
+  Endpoint* a = as_endpoint(comm1);
+  Endpoint* b = as_endpoint(comm2);
+  if (a == nullptr || b == nullptr) {
+    return fail(EP_ERR_COMM, "EP_Comm_compare", "%s is not a valid communicator",
+                a == nullptr ? "comm1" : "comm2");
+  }
+  if (result == nullptr) return handle(a, fail(EP_ERR_ARG, "EP_Comm_compare", "result is NULL"));
+  *result = ep::runtime::comm_compare(a, b);
+  return EP_SUCCESS;
+}
+
+int EP_Comm_test_inter(EP_Comm comm, int* flag) {
+  EP_GET_COMM(ep, comm, "EP_Comm_test_inter");
+  if (flag == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_test_inter", "flag is NULL"));
+  *flag = 0;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_tag_ub(EP_Comm comm, int* tag_ub) {
+  EP_GET_COMM(ep, comm, "EP_Comm_tag_ub");
+  if (tag_ub == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_tag_ub", "tag_ub is NULL"));
+  *tag_ub = ep->comm->tag_ub;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_group(EP_Comm comm, EP_Group* group) {
+  EP_GET_COMM(ep, comm, "EP_Comm_group");
+  if (group == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_group", "group is NULL"));
+  auto* g = new ep_group_s;
+  g->g.members = ep->comm->ids;
+  g->g.my_rank = ep->rank;
+  *group = g;
+  return EP_SUCCESS;
+}
+
+int EP_Group_size(EP_Group group, int* size) {
+  EP_CHECK_INIT("EP_Group_size");
+  if (group == EP_GROUP_NULL) return fail(EP_ERR_GROUP, "EP_Group_size", "group is EP_GROUP_NULL");
+  if (size == nullptr) return fail(EP_ERR_ARG, "EP_Group_size", "size is NULL");
+  *size = static_cast<int>(group->g.members.size());
+  return EP_SUCCESS;
+}
+
+int EP_Group_rank(EP_Group group, int* rank) {
+  EP_CHECK_INIT("EP_Group_rank");
+  if (group == EP_GROUP_NULL) return fail(EP_ERR_GROUP, "EP_Group_rank", "group is EP_GROUP_NULL");
+  if (rank == nullptr) return fail(EP_ERR_ARG, "EP_Group_rank", "rank is NULL");
+  *rank = group->g.my_rank;
+  return EP_SUCCESS;
+}
+
+int EP_Group_free(EP_Group* group) {
+  EP_CHECK_INIT("EP_Group_free");
+  if (group == nullptr || *group == EP_GROUP_NULL) {
+    return fail(EP_ERR_GROUP, "EP_Group_free", "group is EP_GROUP_NULL");
+  }
+  delete *group;
+  *group = EP_GROUP_NULL;
+  return EP_SUCCESS;
+}
+
+int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Group group2,
+                             int ranks2[]) {
+  const char* call = "EP_Group_translate_ranks";
+  EP_CHECK_INIT(call);
+  if (group1 == EP_GROUP_NULL || group2 == EP_GROUP_NULL) {
+    return fail(EP_ERR_GROUP, call, "%s is EP_GROUP_NULL", group1 ? "group2" : "group1");
+  }
+  if (n < 0) return fail(EP_ERR_COUNT, call, "n %d is negative", n);
+  if (n > 0 && (ranks1 == nullptr || ranks2 == nullptr)) {
+    return fail(EP_ERR_ARG, call, "ranks1 or ranks2 is NULL");
+  }
+  const auto& m1 = group1->g.members;
+  const auto& m2 = group2->g.members;
+  for (int i = 0; i < n; ++i) {
+    int r = ranks1[i];
+    if (r != EP_PROC_NULL && (r < 0 || r >= static_cast<int>(m1.size()))) {
+      return fail(EP_ERR_RANK, call, "ranks1[%d] = %d is not a rank of group1 (size %zu)", i, r,
+                  m1.size());
+    }
+  }
+  std::unordered_map<uint64_t, std::vector<std::pair<int, int>>> index;  // origin -> (rank, pos)
+  for (size_t j = 0; j < m2.size(); ++j) {
+    index[m2[j].origin].push_back({m2[j].rank, static_cast<int>(j)});
+  }
+  for (int i = 0; i < n; ++i) {
+    int r = ranks1[i];
+    if (r == EP_PROC_NULL) {
+      ranks2[i] = EP_PROC_NULL;
+      continue;
+    }
+    ranks2[i] = EP_UNDEFINED;
+    auto it = index.find(m1[r].origin);
+    if (it == index.end()) continue;
+    for (auto [orank, pos] : it->second) {
+      if (orank == m1[r].rank) ranks2[i] = pos;
+    }
+  }
+  return EP_SUCCESS;
+}
+
+// ---- Point-to-point -------------------------------------------------------------------
+
+int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kStandard, nullptr, "EP_Send");
+}
+int EP_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, nullptr, "EP_Bsend");
+}
+int EP_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kSynchronous, nullptr,
+                     "EP_Ssend");
+}
+int EP_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kReady, nullptr, "EP_Rsend");
+}
+
+#define EP_CHECK_REQUEST_OUT(request, call) \
+  if ((request) == nullptr) return fail(EP_ERR_ARG, call, "request is NULL")
+
+int EP_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+             EP_Request* request) {
+  EP_CHECK_REQUEST_OUT(request, "EP_Isend");
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kStandard, request, "EP_Isend");
+}
+int EP_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+              EP_Request* request) {
+  EP_CHECK_REQUEST_OUT(request, "EP_Ibsend");
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, request,
+                     "EP_Ibsend");
+}
+int EP_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+              EP_Request* request) {
+  EP_CHECK_REQUEST_OUT(request, "EP_Issend");
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kSynchronous, request,
+                     "EP_Issend");
+}
+int EP_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+              EP_Request* request) {
+  EP_CHECK_REQUEST_OUT(request, "EP_Irsend");
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kReady, request, "EP_Irsend");
+}
+
+int EP_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
+             EP_Request* request) {
+  EP_CHECK_REQUEST_OUT(request, "EP_Irecv");
+  EP_GET_COMM(ep, comm, "EP_Irecv");
+  TypeInfo ti;
+  int err = recv_checks(ep, buf, count, type, source, tag, &ti, "EP_Irecv");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
+  r->errhandler = ep->errhandler;
+  *request = reinterpret_cast<EP_Request>(r);
+  return EP_SUCCESS;
+}
+
+int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
+            EP_Status* status) {
+  EP_GET_COMM(ep, comm, "EP_Recv");
+  TypeInfo ti;
+  int err = recv_checks(ep, buf, count, type, source, tag, &ti, "EP_Recv");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
+  ep::runtime::request_wait(r, policy());
+  EP_Request h = reinterpret_cast<EP_Request>(r);
+  err = finish(&h, status);
+  if (err == EP_ERR_TRUNCATE) {
+    fail(err, "EP_Recv", "the message is longer than the receive buffer (count %d, %lld bytes)",
+         count, static_cast<long long>(ti.size * count));
+  }
+  return handle(ep, err);
+}
+
+int EP_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                EP_Comm comm, EP_Status* status) {
+  const char* call = "EP_Sendrecv";
+  EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
+  int err = EP_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr);
+  if (err != EP_SUCCESS) return err;
+  err = EP_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &sr);
+  if (err != EP_SUCCESS) {
+    EP_Cancel(&rr);
+    EP_Wait(&rr, EP_STATUS_IGNORE);
+    return err;
+  }
+  (void)call;
+  EP_Wait(&sr, EP_STATUS_IGNORE);
+  return EP_Wait(&rr, status);
+}
+
+int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
+                        int source, int recvtag, EP_Comm comm, EP_Status* status) {
+  const char* call = "EP_Sendrecv_replace";
+  EP_CHECK_INIT(call);
+  TypeInfo ti;
+  int err = check_buffer(buf, count, type, &ti, call);
+  if (err != EP_SUCCESS) {
+    Endpoint* ep = as_endpoint(comm);
+    return ep != nullptr ? handle(ep, err) : err;
+  }
+  std::vector<char> packed(static_cast<size_t>(ti.size * count));
+  ep::runtime::pack(buf, count, type, ti, packed.data());
+  return EP_Sendrecv(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
+                     buf, count, type, source, recvtag, comm, status);
+}
+
+int EP_Iprobe(int source, int tag, EP_Comm comm, int* flag, EP_Status* status) {
+  EP_GET_COMM(ep, comm, "EP_Iprobe");
+  int err = check_source(ep, source, "EP_Iprobe");
+  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, "EP_Iprobe");
+  if (err == EP_SUCCESS && flag == nullptr) err = fail(EP_ERR_ARG, "EP_Iprobe", "flag is NULL");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (source == EP_PROC_NULL) {
+    *flag = 1;
+    empty_status(status);
+    if (status) status->EP_SOURCE = EP_PROC_NULL;
+    return EP_SUCCESS;
+  }
+  *flag = ep::runtime::probe(source, tag, ep, status, nullptr);
+  return EP_SUCCESS;
+}
+
+int EP_Probe(int source, int tag, EP_Comm comm, EP_Status* status) {
+  int flag = 0;
+  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
+  for (;;) {
+    int err = EP_Iprobe(source, tag, comm, &flag, status);
+    if (err != EP_SUCCESS || flag) return err;
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 100000 ? ns : 100000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+int EP_Improbe(int source, int tag, EP_Comm comm, int* flag, EP_Message* message,
+               EP_Status* status) {
+  EP_GET_COMM(ep, comm, "EP_Improbe");
+  int err = check_source(ep, source, "EP_Improbe");
+  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, "EP_Improbe");
+  if (err == EP_SUCCESS && (flag == nullptr || message == nullptr)) {
+    err = fail(EP_ERR_ARG, "EP_Improbe", "flag or message is NULL");
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (source == EP_PROC_NULL) {
+    *flag = 1;
+    *message = EP_MESSAGE_NO_PROC;
+    empty_status(status);
+    if (status) status->EP_SOURCE = EP_PROC_NULL;
+    return EP_SUCCESS;
+  }
+  ep::runtime::Envelope* env = nullptr;
+  *flag = ep::runtime::probe(source, tag, ep, status, &env);
+  *message = *flag ? reinterpret_cast<EP_Message>(env) : EP_MESSAGE_NULL;
+  return EP_SUCCESS;
+}
+
+int EP_Mprobe(int source, int tag, EP_Comm comm, EP_Message* message, EP_Status* status) {
+  int flag = 0;
+  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
+  for (;;) {
+    int err = EP_Improbe(source, tag, comm, &flag, message, status);
+    if (err != EP_SUCCESS || flag) return err;
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 100000 ? ns : 100000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+int EP_Imrecv(void* buf, int count, MPI_Datatype type, EP_Message* message,
+              EP_Request* request) {
+  const char* call = "EP_Imrecv";
+  EP_CHECK_INIT(call);
+  if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
+  if (message == nullptr || *message == EP_MESSAGE_NULL) {
+    return fail(EP_ERR_REQUEST, call, "message is EP_MESSAGE_NULL");
+  }
+  TypeInfo ti;
+  int err = check_buffer(buf, count, type, &ti, call);
+  if (err != EP_SUCCESS) return err;
+  Request* r;
+  if (*message == EP_MESSAGE_NO_PROC) {
+    r = ep::runtime::post_recv(buf, count, type, ti, EP_PROC_NULL, EP_ANY_TAG, nullptr);
+  } else {
+    r = ep::runtime::post_mrecv(buf, count, type, ti,
+                                reinterpret_cast<ep::runtime::Envelope*>(*message));
+  }
+  *message = EP_MESSAGE_NULL;
+  *request = reinterpret_cast<EP_Request>(r);
+  return EP_SUCCESS;
+}
+
+int EP_Mrecv(void* buf, int count, MPI_Datatype type, EP_Message* message, EP_Status* status) {
+  EP_Request r = EP_REQUEST_NULL;
+  int err = EP_Imrecv(buf, count, type, message, &r);
+  if (err != EP_SUCCESS) return err;
+  return EP_Wait(&r, status);
+}
+
+int EP_Buffer_attach(void* buffer, int size) {
+  EP_CHECK_INIT("EP_Buffer_attach");
+  if (size < 0) return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "size %d is negative", size);
+  if (buffer == nullptr && size > 0) {
+    return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "buffer is NULL but size is %d", size);
+  }
+  if (!runtime()->bsend.attach(buffer, size)) {
+    return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "a buffer is already attached");
+  }
+  return EP_SUCCESS;
+}
+
+int EP_Buffer_detach(void* buffer_addr, int* size) {
+  EP_CHECK_INIT("EP_Buffer_detach");
+  if (buffer_addr == nullptr || size == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Buffer_detach", "buffer_addr or size is NULL");
+  }
+  void* b = nullptr;
+  int64_t s = 0;
+  if (!runtime()->bsend.detach(&b, &s)) {
+    return fail(EP_ERR_BUFFER, "EP_Buffer_detach", "no buffer is attached");
+  }
+  *static_cast<void**>(buffer_addr) = b;
+  *size = static_cast<int>(s);
+  return EP_SUCCESS;
+}
+
+int EP_Get_count(const EP_Status* status, MPI_Datatype type, int* count) {
+  EP_CHECK_INIT("EP_Get_count");
+  if (status == nullptr || count == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Get_count", "status or count is NULL");
+  }
+  TypeInfo ti;
+  int err = check_type(type, &ti, "EP_Get_count", "datatype");
+  if (err != EP_SUCCESS) return err;
+  if (ti.size == 0) {
+    *count = status->ep_bytes_ == 0 ? 0 : EP_UNDEFINED;
+  } else if (status->ep_bytes_ % ti.size != 0) {
+    *count = EP_UNDEFINED;
+  } else {
+    long long c = status->ep_bytes_ / ti.size;
+    *count = c > INT_MAX ? EP_UNDEFINED : static_cast<int>(c);
+  }
+  return EP_SUCCESS;
+}
+
+int EP_Get_elements(const EP_Status* status, MPI_Datatype type, int* count) {
+  EP_CHECK_INIT("EP_Get_elements");
+  if (status == nullptr || count == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Get_elements", "status or count is NULL");
+  }
+  TypeInfo ti;
+  int err = check_type(type, &ti, "EP_Get_elements", "datatype");
+  if (err != EP_SUCCESS) return err;
+  MPI_Status st;
+  std::memset(&st, 0, sizeof(st));
+  MPI_Status_set_elements_x(&st, MPI_BYTE, status->ep_bytes_);
+  MPI_Get_elements(&st, type, count);
+  return EP_SUCCESS;
+}
+
+// ---- Requests -----------------------------------------------------------------------------
+
+int EP_Wait(EP_Request* request, EP_Status* status) {
+  EP_CHECK_INIT("EP_Wait");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Wait", "request is NULL");
+  if (*request == EP_REQUEST_NULL) {
+    empty_status(status);
+    return EP_SUCCESS;
+  }
+  Request* r = req_of(*request);
+  ep::runtime::request_wait(r, policy());
+  EP_Errhandler eh = r->errhandler;
+  int err = finish(request, status);
+  if (err == EP_ERR_TRUNCATE) {
+    fail(err, "EP_Wait", "the message was longer than the receive buffer");
+  }
+  return handle(eh, err);
+}
+
+int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
+  EP_CHECK_INIT("EP_Test");
+  if (request == nullptr || flag == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Test", "request or flag is NULL");
+  }
+  if (*request == EP_REQUEST_NULL) {
+    *flag = 1;
+    empty_status(status);
+    return EP_SUCCESS;
+  }
+  Request* r = req_of(*request);
+  *flag = ep::runtime::request_done(r);
+  if (!*flag) return EP_SUCCESS;
+  EP_Errhandler eh = r->errhandler;
+  return handle(eh, finish(request, status));
+}
+
+int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]) {
+  int err = check_requests(count, requests, "EP_Waitall");
+  if (err != EP_SUCCESS) return err;
+  EP_CHECK_INIT("EP_Waitall");
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    EP_Status st;
+    if (requests[i] == EP_REQUEST_NULL) {
+      empty_status(&st);
+    } else {
+      ep::runtime::request_wait(req_of(requests[i]), policy());
+      any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+    }
+    if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
+  }
+  return any_error ? fail(EP_ERR_IN_STATUS, "EP_Waitall", "a request failed; see its status")
+                   : EP_SUCCESS;
+}
+
+int EP_Testall(int count, EP_Request requests[], int* flag, EP_Status statuses[]) {
+  int err = check_requests(count, requests, "EP_Testall");
+  if (err != EP_SUCCESS) return err;
+  EP_CHECK_INIT("EP_Testall");
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Testall", "flag is NULL");
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] != EP_REQUEST_NULL && !ep::runtime::request_done(req_of(requests[i]))) {
+      *flag = 0;
+      return EP_SUCCESS;
+    }
+  }
+  *flag = 1;
+  return EP_Waitall(count, requests, statuses);
+}
+
+int EP_Testany(int count, EP_Request requests[], int* index, int* flag, EP_Status* status) {
+  int err = check_requests(count, requests, "EP_Testany");
+  if (err != EP_SUCCESS) return err;
+  EP_CHECK_INIT("EP_Testany");
+  if (index == nullptr || flag == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Testany", "index or flag is NULL");
+  }
+  bool all_null = true;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == EP_REQUEST_NULL) continue;
+    all_null = false;
+    Request* r = req_of(requests[i]);
+    if (!ep::runtime::request_done(r)) continue;
+    *index = i;
+    *flag = 1;
+    EP_Errhandler eh = r->errhandler;
+    return handle(eh, finish(&requests[i], status));
+  }
+  *index = EP_UNDEFINED;
+  *flag = all_null ? 1 : 0;
+  if (all_null) empty_status(status);
+  return EP_SUCCESS;
+}
+
+int EP_Waitany(int count, EP_Request requests[], int* index, EP_Status* status) {
+  int flag = 0;
+  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
+  for (;;) {
+    int err = EP_Testany(count, requests, index, &flag, status);
+    if (err != EP_SUCCESS || flag) return err;
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 100000 ? ns : 100000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+int EP_Testsome(int incount, EP_Request requests[], int* outcount, int indices[],
+                EP_Status statuses[]) {
+  int err = check_requests(incount, requests, "EP_Testsome");
+  if (err != EP_SUCCESS) return err;
+  EP_CHECK_INIT("EP_Testsome");
+  if (outcount == nullptr || (incount > 0 && indices == nullptr)) {
+    return fail(EP_ERR_ARG, "EP_Testsome", "outcount or indices is NULL");
+  }
+  bool all_null = true, any_error = false;
+  int n = 0;
+  for (int i = 0; i < incount; ++i) {
+    if (requests[i] == EP_REQUEST_NULL) continue;
+    all_null = false;
+    if (!ep::runtime::request_done(req_of(requests[i]))) continue;
+    EP_Status st;
+    any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+    if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
+    indices[n++] = i;
+  }
+  *outcount = all_null ? EP_UNDEFINED : n;
+  return any_error ? fail(EP_ERR_IN_STATUS, "EP_Testsome", "a request failed; see its status")
+                   : EP_SUCCESS;
+}
+
+int EP_Waitsome(int incount, EP_Request requests[], int* outcount, int indices[],
+                EP_Status statuses[]) {
+  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
+  for (;;) {
+    int err = EP_Testsome(incount, requests, outcount, indices, statuses);
+    if (err != EP_SUCCESS || *outcount != 0) return err;
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 100000 ? ns : 100000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+int EP_Request_free(EP_Request* request) {
+  EP_CHECK_INIT("EP_Request_free");
+  if (request == nullptr || *request == EP_REQUEST_NULL) {
+    return fail(EP_ERR_REQUEST, "EP_Request_free", "request is EP_REQUEST_NULL");
+  }
+  ep::runtime::request_unref(req_of(*request));  // the operation keeps its own reference
+  *request = EP_REQUEST_NULL;
+  return EP_SUCCESS;
+}
+
+int EP_Cancel(EP_Request* request) {
+  EP_CHECK_INIT("EP_Cancel");
+  if (request == nullptr || *request == EP_REQUEST_NULL) {
+    return fail(EP_ERR_REQUEST, "EP_Cancel", "request is EP_REQUEST_NULL");
+  }
+  ep::runtime::cancel_recv(req_of(*request));
+  return EP_SUCCESS;
+}
+
+int EP_Test_cancelled(const EP_Status* status, int* flag) {
+  EP_CHECK_INIT("EP_Test_cancelled");
+  if (status == nullptr || flag == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Test_cancelled", "status or flag is NULL");
+  }
+  *flag = status->ep_cancelled_;
+  return EP_SUCCESS;
+}
+
+int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
+  EP_CHECK_INIT("EP_Request_get_status");
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Request_get_status", "flag is NULL");
+  if (request == EP_REQUEST_NULL) {
+    *flag = 1;
+    empty_status(status);
+    return EP_SUCCESS;
+  }
+  Request* r = req_of(request);
+  *flag = ep::runtime::request_done(r);
+  if (*flag) copy_status(r, status);
+  return EP_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,218 @@
+/*
+ * ep.h - libep, MPI endpoints on threads: the public C interface.
+ *
+ * What it is: an endpoints communicator gives every thread of an MPI process an
+ * endpoint with its own rank.  Endpoints talk point-to-point (within a process and
+ * across processes), and later collectively and one-sidedly, with MPI semantics:
+ * where this header and ../shared/API.md are silent, the MPI 3.1 text of the
+ * same-named MPI call is the contract, with "process" read as "endpoint".
+ *
+ * Lifetime: the application calls MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...),
+ * then EP_Init() in every MPI process of MPI_COMM_WORLD (EP_Init is collective over
+ * MPI_COMM_WORLD), ..., EP_Finalize() (collective too), then MPI_Finalize().
+ * EP_Init starts one progress thread per process, named "ep-progress".
+ *
+ * Threading: one thread at a time per endpoint handle (any thread may use it, the
+ * user serializes calls on one handle); calls on different handles are fully
+ * concurrent.  A concurrent entry on one handle is detected and returns
+ * EP_ERR_CONCURRENT.  Datatypes, ops and info objects are MPI's own.
+ *
+ * Errors: every function returns EP_SUCCESS (0) or an EP_ERR_* code.  Calls that
+ * take a valid communicator consult its error handler (EP_ERRORS_ARE_FATAL by
+ * default: print and abort the job; or EP_ERRORS_RETURN).  EP_Error_string gives the
+ * text of a code followed by the details of the calling thread's most recent error
+ * with that code (call, argument, value).
+ */
+#ifndef EP_EP_H_
+#define EP_EP_H_
+
+#include <mpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Opaque handles --------------------------------------------------------- */
+typedef struct ep_comm_s *EP_Comm;
+typedef struct ep_request_s *EP_Request;
+typedef struct ep_message_s *EP_Message;
+typedef struct ep_win_s *EP_Win;
+typedef struct ep_group_s *EP_Group;
+typedef struct ep_team_s *EP_Team;
+typedef struct ep_errhandler_s *EP_Errhandler;
+
+#define EP_COMM_NULL ((EP_Comm)0)
+#define EP_REQUEST_NULL ((EP_Request)0)
+#define EP_MESSAGE_NULL ((EP_Message)0)
+/* The message handle a matched probe of EP_PROC_NULL returns. */
+#define EP_MESSAGE_NO_PROC ((EP_Message)1)
+#define EP_WIN_NULL ((EP_Win)0)
+#define EP_GROUP_NULL ((EP_Group)0)
+#define EP_TEAM_NULL ((EP_Team)0)
+
+#define EP_ERRORS_ARE_FATAL ((EP_Errhandler)1)
+#define EP_ERRORS_RETURN ((EP_Errhandler)2)
+
+/* ---- Status ------------------------------------------------------------------ */
+typedef struct EP_Status {
+  int EP_SOURCE; /* rank of the sending endpoint */
+  int EP_TAG;
+  int EP_ERROR;
+  /* private: */
+  int ep_cancelled_;
+  long long ep_bytes_; /* bytes received (packed representation) */
+} EP_Status;
+
+#define EP_STATUS_IGNORE ((EP_Status *)0)
+#define EP_STATUSES_IGNORE ((EP_Status *)0)
+
+/* ---- Constants (numerically equal to MPI's where MPI has one) --------------- */
+#define EP_ANY_SOURCE MPI_ANY_SOURCE
+#define EP_ANY_TAG MPI_ANY_TAG
+#define EP_PROC_NULL MPI_PROC_NULL
+#define EP_ROOT MPI_ROOT
+#define EP_UNDEFINED MPI_UNDEFINED
+#define EP_IN_PLACE MPI_IN_PLACE
+#define EP_BOTTOM MPI_BOTTOM
+
+#define EP_IDENT MPI_IDENT
+#define EP_CONGRUENT MPI_CONGRUENT
+#define EP_SIMILAR MPI_SIMILAR
+#define EP_UNEQUAL MPI_UNEQUAL
+
+#define EP_LOCK_SHARED MPI_LOCK_SHARED
+#define EP_LOCK_EXCLUSIVE MPI_LOCK_EXCLUSIVE
+#define EP_MODE_NOCHECK MPI_MODE_NOCHECK
+#define EP_MODE_NOSTORE MPI_MODE_NOSTORE
+#define EP_MODE_NOPUT MPI_MODE_NOPUT
+#define EP_MODE_NOPRECEDE MPI_MODE_NOPRECEDE
+#define EP_MODE_NOSUCCEED MPI_MODE_NOSUCCEED
+
+#define EP_WIN_BASE MPI_WIN_BASE
+#define EP_WIN_SIZE MPI_WIN_SIZE
+#define EP_WIN_DISP_UNIT MPI_WIN_DISP_UNIT
+
+#define EP_MAX_ERROR_STRING 512
+/* Bytes of the attached buffer that one buffered send uses beyond its packed data. */
+#define EP_BSEND_OVERHEAD 128
+
+/* ---- Error codes --------------------------------------------------------------- */
+enum {
+  EP_SUCCESS = 0,
+  EP_ERR_ARG,
+  EP_ERR_COMM,
+  EP_ERR_RANK,
+  EP_ERR_TAG,
+  EP_ERR_COUNT,
+  EP_ERR_TYPE,
+  EP_ERR_OP,
+  EP_ERR_BUFFER,
+  EP_ERR_TRUNCATE,
+  EP_ERR_REQUEST,
+  EP_ERR_ROOT,
+  EP_ERR_GROUP,
+  EP_ERR_WIN,
+  EP_ERR_RMA_RANGE,
+  EP_ERR_RMA_SYNC,
+  EP_ERR_IN_STATUS,
+  EP_ERR_PENDING,
+  EP_ERR_NOT_INITIALIZED,
+  EP_ERR_THREAD_LEVEL, /* MPI was not initialized with MPI_THREAD_MULTIPLE */
+  EP_ERR_CONCURRENT,   /* two threads entered one endpoint handle at once */
+  EP_ERR_ENDPOINTS,
+  EP_ERR_TEAM,
+  EP_ERR_INTERN,
+  EP_ERR_OTHER,
+  EP_ERR_LASTCODE
+};
+
+/* ---- Environment --------------------------------------------------------------- */
+int EP_Init(void);
+int EP_Finalize(void);
+int EP_Initialized(int *flag);
+int EP_Query_thread(int *provided);
+int EP_Is_thread_main(int *flag);
+double EP_Wtime(void);
+int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler errhandler);
+int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler *errhandler);
+int EP_Error_string(int code, char *string, int *resultlen);
+
+/* ---- Communicators --------------------------------------------------------------- */
+/* Collective over the MPI processes of parent.  Returns num_ep handles to ONE new
+ * endpoints communicator; ranks are ordered by parent rank, then by index in comms[].
+ * num_ep may differ between processes and may be 0; a negative num_ep anywhere makes
+ * every process return EP_ERR_ARG. */
+int EP_Comm_create_endpoints(MPI_Comm parent, int num_ep, MPI_Info info, EP_Comm comms[]);
+int EP_Comm_rank(EP_Comm comm, int *rank);
+int EP_Comm_size(EP_Comm comm, int *size);
+int EP_Comm_local_rank(EP_Comm comm, int *rank); /* within this process, in rank order */
+int EP_Comm_local_size(EP_Comm comm, int *size);
+int EP_Comm_dup(EP_Comm comm, EP_Comm *newcomm); /* collective over the endpoints */
+int EP_Comm_free(EP_Comm *comm);                 /* sets *comm to EP_COMM_NULL */
+int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int *result);
+int EP_Comm_test_inter(EP_Comm comm, int *flag);
+int EP_Comm_tag_ub(EP_Comm comm, int *tag_ub); /* >= 32767 always */
+int EP_Comm_group(EP_Comm comm, EP_Group *group);
+int EP_Group_size(EP_Group group, int *size);
+int EP_Group_rank(EP_Group group, int *rank);
+int EP_Group_free(EP_Group *group);
+int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Group group2,
+                             int ranks2[]);
+
+/* ---- Point-to-point ---------------------------------------------------------------- */
+int EP_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm);
+int EP_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm);
+int EP_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm);
+int EP_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm);
+int EP_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm,
+             EP_Request *request);
+int EP_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm,
+              EP_Request *request);
+int EP_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm,
+              EP_Request *request);
+int EP_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm,
+              EP_Request *request);
+int EP_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, EP_Comm comm,
+            EP_Status *status);
+int EP_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, EP_Comm comm,
+             EP_Request *request);
+int EP_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                EP_Comm comm, EP_Status *status);
+int EP_Sendrecv_replace(void *buf, int count, MPI_Datatype datatype, int dest, int sendtag,
+                        int source, int recvtag, EP_Comm comm, EP_Status *status);
+int EP_Probe(int source, int tag, EP_Comm comm, EP_Status *status);
+int EP_Iprobe(int source, int tag, EP_Comm comm, int *flag, EP_Status *status);
+int EP_Mprobe(int source, int tag, EP_Comm comm, EP_Message *message, EP_Status *status);
+int EP_Improbe(int source, int tag, EP_Comm comm, int *flag, EP_Message *message,
+               EP_Status *status);
+int EP_Mrecv(void *buf, int count, MPI_Datatype datatype, EP_Message *message, EP_Status *status);
+int EP_Imrecv(void *buf, int count, MPI_Datatype datatype, EP_Message *message,
+              EP_Request *request);
+/* Per process, shared by its endpoints.  Detach waits until buffered messages left. */
+int EP_Buffer_attach(void *buffer, int size);
+int EP_Buffer_detach(void *buffer_addr, int *size);
+int EP_Get_count(const EP_Status *status, MPI_Datatype datatype, int *count);
+int EP_Get_elements(const EP_Status *status, MPI_Datatype datatype, int *count);
+
+/* ---- Requests ------------------------------------------------------------------------ */
+int EP_Wait(EP_Request *request, EP_Status *status);
+int EP_Test(EP_Request *request, int *flag, EP_Status *status);
+int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]);
+int EP_Testall(int count, EP_Request requests[], int *flag, EP_Status statuses[]);
+int EP_Waitany(int count, EP_Request requests[], int *index, EP_Status *status);
+int EP_Testany(int count, EP_Request requests[], int *index, int *flag, EP_Status *status);
+int EP_Waitsome(int incount, EP_Request requests[], int *outcount, int indices[],
+                EP_Status statuses[]);
+int EP_Testsome(int incount, EP_Request requests[], int *outcount, int indices[],
+                EP_Status statuses[]);
+int EP_Request_free(EP_Request *request);
+int EP_Cancel(EP_Request *request);
+int EP_Test_cancelled(const EP_Status *status, int *flag);
+int EP_Request_get_status(EP_Request request, int *flag, EP_Status *status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* EP_EP_H_ */

@@ -1,0 +1,63 @@
+// backoff.h - how libep threads wait: adaptive spin -> yield -> futex sleep.
+//
+// What it is: `Backoff` is a small per-wait state machine used by every waiting
+// loop in libep (the progress thread when idle, endpoint threads in EP_Wait).  With
+// 2 cores, a thread that spins forever starves the others, so a wait first spins a
+// little (latency), then calls sched_yield (gives the core away but stays
+// runnable), then sleeps on a futex with a growing timeout (costs no CPU).
+//
+// `Futex` wraps the Linux futex syscall on a 32-bit atomic word.  A waiter sleeps
+// only while the word still holds the value it saw; a waker wakes after changing it.
+//
+// Threading: a Backoff object belongs to one thread.  Futex calls are thread-safe.
+//
+// Memory ordering: Futex::wait/wake imply no ordering of their own; callers publish
+// with a release store (or RMW) to the word before wake(), and read it with acquire
+// after wait() returns.
+#ifndef EP_PROGRESS_BACKOFF_H_
+#define EP_PROGRESS_BACKOFF_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace ep::progress {
+
+enum class Policy { kSpin, kAdaptive, kYield };
+
+// Sleeps while `word` == `expected`, at most `timeout_ns` (0: no timeout).
+void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns);
+// Wakes every thread sleeping on `word`.
+void futex_wake_all(std::atomic<uint32_t>& word);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// One waiting episode.  Call pause() each time the awaited condition was false.
+class Backoff {
+ public:
+  explicit Backoff(Policy policy) : policy_(policy) {}
+
+  // Returns the nanoseconds the caller may sleep now (0: do not sleep, it already
+  // spun or yielded).  Callers that can sleep on a futex pass that as the timeout.
+  int64_t pause();
+  void reset() { rounds_ = 0; }
+  bool sleeping_phase() const;
+
+  // Tunables, chosen for a 2-core machine (see README): ~20 us of spinning, then
+  // ~200 yields, then sleeps from 20 us growing to kMaxSleepNs.
+  static constexpr uint32_t kSpinRounds = 256;
+  static constexpr uint32_t kYieldRounds = 256 + 200;
+  static constexpr int64_t kMinSleepNs = 20'000;
+  static constexpr int64_t kMaxSleepNs = 1'000'000;
+
+ private:
+  Policy policy_;
+  uint32_t rounds_ = 0;
+};
+
+}  // namespace ep::progress
+
+#endif  // EP_PROGRESS_BACKOFF_H_

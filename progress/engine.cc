@@ -1,0 +1,210 @@
+#include "progress/engine.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+
+namespace ep::progress {
+
+Engine::Engine() = default;
+
+Engine::~Engine() {
+  if (thread_.joinable()) stop();
+}
+
+bool Engine::start(const Options& options, PacketSink* sink, std::string* error) {
+  policy_ = options.policy;
+  sink_ = sink;
+  if (options.cpu >= 0) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || options.cpu >= CPU_SETSIZE ||
+        !CPU_ISSET(options.cpu, &allowed)) {
+      *error = "EP_PROGRESS_CPUS: CPU " + std::to_string(options.cpu) +
+               " is not one this process may run on";
+      return false;
+    }
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &packet_comm_);
+  MPI_Comm_dup(MPI_COMM_WORLD, &data_comm_);
+  MPI_Comm_set_errhandler(packet_comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(data_comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_set_name(packet_comm_, "ep-packets");
+  MPI_Comm_set_name(data_comm_, "ep-data");
+  stopping_.store(false, std::memory_order_relaxed);
+  thread_ = std::thread([this] { run(); });
+  pthread_setname_np(thread_.native_handle(), "ep-progress");
+  if (options.cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(options.cpu, &set);
+    if (pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set) != 0) {
+      *error = "EP_PROGRESS_CPUS: cannot pin the progress thread to CPU " +
+               std::to_string(options.cpu);
+      stop();
+      return false;
+    }
+  }
+  return true;
+}
+
+void Engine::stop() {
+  if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_release);  // pairs with acquire in run()
+  wake_word_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(wake_word_);
+  thread_.join();
+  MPI_Comm_free(&packet_comm_);
+  MPI_Comm_free(&data_comm_);
+}
+
+void Engine::submit(Producer* producer, const Command& command) {
+  if (producer != nullptr) {
+    queue_.enqueue(*producer, command);
+  } else {
+    queue_.enqueue(command);
+  }
+  // seq_cst fence: pairs with the fence in idle(); see "Memory ordering" in engine.h.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_relaxed) != 0) {
+    wake_word_.fetch_add(1, std::memory_order_relaxed);
+    futex_wake_all(wake_word_);
+  }
+}
+
+void Engine::track(MPI_Request req, Completion* done, void* free_buf) {
+  requests_.push_back(req);
+  active_.push_back(Active{done, free_buf});
+}
+
+void Engine::execute(const Command& c) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  int err = MPI_SUCCESS;
+  switch (c.kind) {
+    case Command::kSendPacket:
+      err = MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer, 0, packet_comm_, &req);
+      stats_.packets_sent.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      break;
+    case Command::kSendData:
+      err = c.sync ? MPI_Issend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req)
+                   : MPI_Isend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      stats_.data_sent.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      break;
+    case Command::kRecvData:
+      err = MPI_Irecv(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      stats_.data_received.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      break;
+    case Command::kRun:
+      c.fn(c.arg);
+      return;
+  }
+  if (err != MPI_SUCCESS) {
+    MPI_Status st{};
+    if (c.done != nullptr) c.done->on_complete(st, err);
+    if (c.done == nullptr && c.kind == Command::kSendPacket) std::free(c.buf);
+    return;
+  }
+  track(req, c.done, c.kind == Command::kSendPacket && c.done == nullptr ? c.buf : nullptr);
+}
+
+bool Engine::drain_commands() {
+  Command batch[32];
+  size_t n = queue_.try_dequeue_bulk(batch, 32);
+  for (size_t i = 0; i < n; ++i) execute(batch[i]);
+  stats_.commands.fetch_add(n, std::memory_order_relaxed);  // relaxed: statistics
+  return n != 0;
+}
+
+bool Engine::poll_packets() {
+  bool any = false;
+  for (int i = 0; i < 64; ++i) {
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    MPI_Improbe(MPI_ANY_SOURCE, 0, packet_comm_, &flag, &msg, &st);
+    if (!flag) break;
+    int len = 0;
+    MPI_Get_count(&st, MPI_BYTE, &len);
+    char* block = static_cast<char*>(std::malloc(kHeadroom + static_cast<size_t>(len) + 1));
+    MPI_Mrecv(block + kHeadroom, len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+    stats_.packets_received.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    stats_.bytes_received.fetch_add(len, std::memory_order_relaxed);
+    sink_->on_packet(st.MPI_SOURCE, block, static_cast<size_t>(len));
+    any = true;
+  }
+  return any;
+}
+
+bool Engine::test_active() {
+  if (requests_.empty()) return false;
+  int n = static_cast<int>(requests_.size());
+  indices_.resize(n);
+  statuses_.resize(n);
+  int outcount = 0;
+  int err = MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data());
+  if (outcount == MPI_UNDEFINED || outcount == 0) return false;
+  for (int k = 0; k < outcount; ++k) {
+    int i = indices_[k];
+    int e = err == MPI_ERR_IN_STATUS ? statuses_[k].MPI_ERROR : MPI_SUCCESS;
+    Active a = active_[i];
+    if (a.done != nullptr) a.done->on_complete(statuses_[k], e);
+    if (a.free_buf != nullptr) std::free(a.free_buf);
+  }
+  // Compact: MPI_Testsome set the completed requests to MPI_REQUEST_NULL.
+  size_t w = 0;
+  for (size_t r = 0; r < requests_.size(); ++r) {
+    if (requests_[r] == MPI_REQUEST_NULL) continue;
+    requests_[w] = requests_[r];
+    active_[w] = active_[r];
+    ++w;
+  }
+  requests_.resize(w);
+  active_.resize(w);
+  return true;
+}
+
+void Engine::idle(Backoff& backoff) {
+  int64_t ns = backoff.pause();
+  if (ns == 0) return;
+  if (!requests_.empty()) {  // outstanding MPI transfers need MPI progress calls
+    sched_yield();
+    return;
+  }
+  uint32_t seen = wake_word_.load(std::memory_order_relaxed);
+  sleeping_.store(1, std::memory_order_relaxed);
+  // seq_cst fence: pairs with the fence in submit().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (queue_.size_approx() == 0 && !stopping_.load(std::memory_order_acquire)) {
+    stats_.sleeps.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    futex_wait(wake_word_, seen, ns);
+  }
+  sleeping_.store(0, std::memory_order_relaxed);
+}
+
+void Engine::run() {
+  Backoff backoff(policy_);
+  for (;;) {
+    stats_.loops.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    bool work = drain_commands();
+    work |= poll_packets();
+    work |= test_active();
+    if (work) {
+      backoff.reset();
+      continue;
+    }
+    // acquire: pairs with the release in stop(); everything submitted before stop()
+    // is visible, so an empty queue here means nothing is left to start.
+    if (stopping_.load(std::memory_order_acquire) && requests_.empty() &&
+        queue_.size_approx() == 0) {
+      break;
+    }
+    idle(backoff);
+  }
+}
+
+}  // namespace ep::progress

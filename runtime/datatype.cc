@@ -1,0 +1,100 @@
+#include "runtime/datatype.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace ep::runtime {
+namespace {
+
+bool is_builtin(MPI_Datatype type) {
+#ifdef MPICH
+  // MPICH encodes builtin datatypes in the handle (HANDLE_KIND_BUILTIN); they are
+  // never freed, so caching them is safe.
+  return (static_cast<unsigned>(type) & 0xc0000000u) == 0x40000000u;
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+struct CacheEntry {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  TypeInfo info;
+};
+thread_local CacheEntry t_cache[16];
+
+bool query(MPI_Datatype type, TypeInfo* info) {
+  MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
+  if (MPI_Type_size_x(type, &size) != MPI_SUCCESS) return false;
+  if (MPI_Type_get_extent_x(type, &lb, &extent) != MPI_SUCCESS) return false;
+  if (MPI_Type_get_true_extent_x(type, &tlb, &textent) != MPI_SUCCESS) return false;
+  info->size = size;
+  info->extent = extent;
+  info->true_lb = tlb;
+  info->contiguous = size == textent && extent == textent;
+  return true;
+}
+
+}  // namespace
+
+bool describe(MPI_Datatype type, TypeInfo* info) {
+  if (type == MPI_DATATYPE_NULL) return false;
+  if (!is_builtin(type)) {
+    // A derived type must be committed to be used in communication.
+    int combiner = 0, ni = 0, na = 0, nd = 0;
+    if (MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+    return query(type, info);
+  }
+  CacheEntry& e = t_cache[(static_cast<unsigned>(type) >> 8) & 15];
+  if (e.type != type) {
+    if (!query(type, &e.info)) return false;
+    e.type = type;
+  }
+  *info = e.info;
+  return true;
+}
+
+void pack(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, void* out) {
+  int64_t bytes = ti.size * count;
+  if (bytes == 0) return;
+  if (ti.contiguous) {
+    std::memcpy(out, static_cast<const char*>(buf) + ti.true_lb, bytes);
+    return;
+  }
+  int pos = 0;
+  MPI_Pack(buf, count, type, out, static_cast<int>(bytes), &pos, MPI_COMM_SELF);
+}
+
+void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype type,
+            const TypeInfo& ti) {
+  if (ti.size == 0 || bytes <= 0) return;
+  int64_t whole = bytes / ti.size;
+  if (whole > count) whole = count;
+  int64_t nbytes = whole * ti.size;
+  if (ti.contiguous) {
+    std::memcpy(static_cast<char*>(buf) + ti.true_lb, in, nbytes);
+    return;
+  }
+  int pos = 0;
+  MPI_Unpack(in, static_cast<int>(nbytes), &pos, buf, static_cast<int>(whole), type,
+             MPI_COMM_SELF);
+}
+
+void copy(const void* sbuf, int scount, MPI_Datatype stype, const TypeInfo& sti, void* rbuf,
+          int rcount, MPI_Datatype rtype, const TypeInfo& rti, int64_t bytes) {
+  if (bytes <= 0) return;
+  if (sti.contiguous) {
+    unpack(static_cast<const char*>(sbuf) + sti.true_lb, bytes, rbuf, rcount, rtype, rti);
+    return;
+  }
+  if (rti.contiguous && bytes == sti.size * scount) {
+    pack(sbuf, scount, stype, sti, static_cast<char*>(rbuf) + rti.true_lb);
+    return;
+  }
+  std::vector<char> tmp(static_cast<size_t>(sti.size * scount));
+  pack(sbuf, scount, stype, sti, tmp.data());
+  unpack(tmp.data(), bytes, rbuf, rcount, rtype, rti);
+}
+
+}  // namespace ep::runtime

@@ -1,0 +1,43 @@
+// datatype.h - what libep needs to know about an MPI_Datatype, and copying with it.
+//
+// What it is: TypeInfo is the size, extent and contiguity of a datatype, computed by
+// describe() (builtin types are cached per thread; derived types are queried each
+// time because their handles can be freed and reused).  pack/unpack/copy move data
+// between a (buf, count, type) triple and its packed bytes - the representation
+// libep carries in messages - with memcpy when the type is contiguous and
+// MPI_Pack/MPI_Unpack otherwise.
+//
+// Threading: all functions are thread-safe (MPI_THREAD_MULTIPLE).
+#ifndef EP_RUNTIME_DATATYPE_H_
+#define EP_RUNTIME_DATATYPE_H_
+
+#include <mpi.h>
+
+#include <cstdint>
+
+namespace ep::runtime {
+
+struct TypeInfo {
+  int64_t size = 0;     // bytes of data in one element (MPI_Type_size)
+  int64_t extent = 0;   // MPI_Type_get_extent
+  int64_t true_lb = 0;  // MPI_Type_get_true_extent
+  bool contiguous = false;
+};
+
+// False if `type` is not a valid committed datatype.
+bool describe(MPI_Datatype type, TypeInfo* info);
+
+// Packs `count` elements at `buf` into `out` (which holds at least count*size bytes).
+void pack(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, void* out);
+// Unpacks `bytes` packed bytes into `buf` (which holds `count` elements); copies
+// whole elements only, at most `count` of them.
+void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype type,
+            const TypeInfo& ti);
+// Copies the packed form of (sbuf, scount, stype) into (rbuf, rcount, rtype), at most
+// `bytes` bytes (the smaller of both sides).  One copy when either side is contiguous.
+void copy(const void* sbuf, int scount, MPI_Datatype stype, const TypeInfo& sti, void* rbuf,
+          int rcount, MPI_Datatype rtype, const TypeInfo& rti, int64_t bytes);
+
+}  // namespace ep::runtime
+
+#endif  // EP_RUNTIME_DATATYPE_H_

@@ -1,0 +1,141 @@
+// matching.h - per-endpoint message matching: exactly once, in order, lock-free.
+//
+// What it is: every endpoint (one rank of one endpoints communicator in this
+// process) has a Matcher.  Incoming messages (`Envelope`s) arrive from the progress
+// thread (messages from other processes) and from sender threads of this process;
+// the endpoint's own thread posts receives, probes and cancels (`MatchOp`s).
+//
+// The protocol.  Two lock-free inputs and two private lists:
+//   inbox_  moodycamel::ConcurrentQueue<Envelope*>: arrivals.  Each producer (the
+//           progress thread, or one sending endpoint) enqueues with its own
+//           ProducerToken, so arrivals from one source keep their order (moodycamel
+//           is FIFO per producer, and only per producer).
+//   posts_  tbb::concurrent_queue<MatchOp*>: receives/probes/cancels, FIFO, posted
+//           by the owning endpoint (one thread at a time).
+//   posted_, unexpected_: FIFO lists touched only by the current *matcher*.
+// Whoever adds an item (push to inbox_ or posts_) then calls kick():
+//   work_.fetch_add(1); if it was 0 the caller becomes the matcher, else the current
+//   matcher is guaranteed to see the item (below) and the caller just returns.
+// The matcher loops: drain inbox_ (each arrival matched against posted_ in post
+// order, else appended to unexpected_), drain posts_ (each receive matched against
+// unexpected_ in arrival order, else appended to posted_; probes read unexpected_),
+// then tries CAS(work_, seen -> 0).  If anyone kicked meanwhile the CAS fails and
+// the matcher runs another round.  Hence at most one matcher at a time, every item
+// pushed before a kick is processed by the matcher of that kick or a later one, and
+// each item is processed exactly once, by one thread, in its queue's order.
+// A sender that finds work_ == 0 may CAS 0 -> 1 and match its message in place
+// (try_deliver_direct), avoiding the queue; it still drains both queues first, so
+// anything posted earlier keeps its order.
+// Ordering argument: arrivals from one source are processed in send order and each
+// goes to the first posted receive that matches it; receives are processed in post
+// order and each takes the first unexpected arrival that matches it - MPI's
+// non-overtaking rule for both sides, wildcards included.
+//
+// Threading: push/kick/try_deliver_direct from any thread; the lists from the
+// matcher only.
+//
+// Memory ordering: producers push (release inside the queues) and then
+// work_.fetch_add(acq_rel); the matcher's CAS(seen -> 0) uses acq_rel, so a failed
+// CAS (acquire) sees every push counted after `seen`, and the next matcher's
+// fetch_add/CAS (acquire) synchronizes-with the previous matcher's successful CAS
+// (release), handing over posted_/unexpected_.  MatchOp::done is stored with release
+// by the matcher after it wrote the result; the poster loads it with acquire.
+#ifndef EP_RUNTIME_MATCHING_H_
+#define EP_RUNTIME_MATCHING_H_
+
+#include <tbb/concurrent_queue.h>
+
+#include <atomic>
+#include <concurrentqueue/concurrentqueue.h>
+#include <cstdint>
+
+#include "runtime/datatype.h"
+#include "runtime/request.h"
+
+namespace ep::runtime {
+
+// One message as the matcher sees it.
+struct Envelope {
+  enum Kind : uint8_t {
+    kEager,       // payload bytes at `data`, owned (free `block` when consumed)
+    kLocalRndv,   // payload still in the sender's buffer (same process); `sreq` completes
+                  // when it has been copied
+    kRemoteRndv,  // payload waits in MPI on the data comm under (src_proc, data_tag)
+  };
+  Kind kind = kEager;
+  bool owned = false;  // the envelope lives in `block` (heap) and owns its payload
+  int src_rank = 0;
+  int tag = 0;
+  int64_t bytes = 0;  // packed size
+  // kEager
+  const char* data = nullptr;
+  void* block = nullptr;  // malloc'ed storage of this envelope and/or payload
+  // kLocalRndv
+  const void* sbuf = nullptr;
+  int scount = 0;
+  MPI_Datatype stype = MPI_BYTE;
+  TypeInfo sti;
+  Request* sreq = nullptr;
+  // kRemoteRndv
+  int src_proc = 0;
+  int data_tag = 0;
+  Envelope* next = nullptr;  // matcher's private list link
+};
+
+inline bool envelope_matches(int source, int tag, const Envelope& e) {
+  return (source == EP_ANY_SOURCE || source == e.src_rank) &&
+         (tag == EP_ANY_TAG ? e.tag >= 0 : tag == e.tag);
+}
+
+class Matcher {
+ public:
+  // Called by the matcher when receive `r` takes message `e` (consumes `e`).
+  using DeliverFn = void (*)(Request* r, Envelope* e);
+  // Makes an unexpected envelope own its payload (it was matched in place before).
+  using MaterializeFn = Envelope* (*)(Envelope* e);
+
+  Matcher(DeliverFn deliver, MaterializeFn materialize)
+      : deliver_(deliver), materialize_(materialize), inbox_(0) {}
+  ~Matcher();
+
+  moodycamel::ConcurrentQueue<Envelope*>& inbox() { return inbox_; }
+  // Enqueue an arrival (with the producer's token) and kick.
+  void push(moodycamel::ProducerToken& token, Envelope* e) {
+    inbox_.enqueue(token, e);
+    kick();
+  }
+  // Enqueue a receive/probe/cancel and kick.  Probes and cancels are complete when
+  // op->done reads 1 (acquire).
+  void post(MatchOp* op) {
+    posts_.push(op);
+    kick();
+  }
+  // If no matcher is active, become it and match `e` in place (e may live on the
+  // caller's stack: it is materialized if it has to wait).  Returns false, doing
+  // nothing, if another matcher is active.
+  bool try_deliver_direct(Envelope* e);
+  // True while some thread is acting as this matcher (for safe reclamation).
+  bool busy() const { return work_.load(std::memory_order_acquire) != 0; }
+
+ private:
+  void kick();
+  void run_rounds(uint32_t seen);
+  void process_all();
+  void arrive(Envelope* e);
+  void handle(MatchOp* op);
+
+  DeliverFn deliver_;
+  MaterializeFn materialize_;
+  moodycamel::ConcurrentQueue<Envelope*> inbox_;
+  tbb::concurrent_queue<MatchOp*> posts_;
+  alignas(64) std::atomic<uint32_t> work_{0};
+  // Matcher-private (see the protocol above):
+  MatchOp* posted_head_ = nullptr;
+  MatchOp* posted_tail_ = nullptr;
+  Envelope* unexpected_head_ = nullptr;
+  Envelope* unexpected_tail_ = nullptr;
+};
+
+}  // namespace ep::runtime
+
+#endif  // EP_RUNTIME_MATCHING_H_

@@ -1,0 +1,315 @@
+#include "runtime/p2p.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "runtime/error.h"
+#include "runtime/runtime.h"
+
+namespace ep::runtime {
+namespace {
+
+TypeInfo packed_info() {
+  TypeInfo ti;
+  ti.size = 1;
+  ti.extent = 1;
+  ti.true_lb = 0;
+  ti.contiguous = true;
+  return ti;
+}
+
+Request* completed_request() {
+  Request* r = request_new(RequestKind::kSend, 1);
+  r->state.store(Request::kComplete, std::memory_order_relaxed);  // relaxed: not yet shared
+  return r;
+}
+
+// Hands an envelope to a local endpoint: matched in place when possible.
+void deliver_local(Endpoint* ep, Endpoint* dest, Envelope* e) {
+  if (dest->matcher.try_deliver_direct(e)) {
+    runtime()->counters.direct_matches.fetch_add(1, std::memory_order_relaxed);  // statistics
+    return;
+  }
+  dest->matcher.push(ep->token_for(dest), materialize(e));
+}
+
+int send_local(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
+               Endpoint* ep, Endpoint* dest, bool rendezvous, Request* r) {
+  int64_t bytes = ti.size * count;
+  if (!rendezvous) {
+    // Eager: matched in place (one copy) or copied into an owned envelope.
+    Envelope e;
+    e.kind = Envelope::kEager;
+    e.src_rank = ep->rank;
+    e.tag = tag;
+    e.bytes = bytes;
+    if (ti.contiguous || bytes == 0) {
+      e.data = static_cast<const char*>(buf) + ti.true_lb;
+    } else {
+      e.block = std::malloc(static_cast<size_t>(bytes));
+      pack(buf, count, type, ti, e.block);
+      e.data = static_cast<const char*>(e.block);
+    }
+    runtime()->counters.local_eager.fetch_add(1, std::memory_order_relaxed);  // statistics
+    deliver_local(ep, dest, &e);
+    if (r != nullptr) request_complete(r);
+    return EP_SUCCESS;
+  }
+  // Rendezvous: the matcher copies from our buffer and then completes r.
+  Envelope* e = static_cast<Envelope*>(std::malloc(sizeof(Envelope)));
+  new (e) Envelope;
+  e->kind = Envelope::kLocalRndv;
+  e->owned = true;
+  e->block = e;
+  e->src_rank = ep->rank;
+  e->tag = tag;
+  e->bytes = bytes;
+  e->sbuf = buf;
+  e->scount = count;
+  e->stype = type;
+  e->sti = ti;
+  e->sreq = r;
+  runtime()->counters.local_rndv.fetch_add(1, std::memory_order_relaxed);  // statistics
+  deliver_local(ep, dest, e);
+  return EP_SUCCESS;
+}
+
+void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
+                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, Request* r) {
+  Runtime* rt = runtime();
+  int64_t bytes = ti.size * count;
+  size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
+  char* packet = static_cast<char*>(std::malloc(len));
+  WireHeader* h = reinterpret_cast<WireHeader*>(packet);
+  h->ctx = a.ctx;
+  h->dst_local = a.local;
+  h->kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
+  h->sync = sync;
+  h->src_rank = ep->rank;
+  h->tag = tag;
+  h->bytes = bytes;
+  h->data_tag = rendezvous ? rt->engine.next_data_tag() : 0;
+  progress::Command c;
+  c.kind = progress::Command::kSendPacket;
+  c.peer = a.proc;
+  c.buf = packet;
+  c.len = len;
+  if (!rendezvous) {
+    pack(buf, count, type, ti, packet + sizeof(WireHeader));
+    rt->counters.remote_eager.fetch_add(1, std::memory_order_relaxed);  // statistics
+    rt->engine.submit(ep->producer.get(), c);
+    if (r != nullptr) request_complete(r);
+    return;
+  }
+  rt->counters.remote_rndv.fetch_add(1, std::memory_order_relaxed);  // statistics
+  rt->engine.submit(ep->producer.get(), c);
+  progress::Command d;
+  d.kind = progress::Command::kSendData;
+  d.sync = sync;
+  d.peer = a.proc;
+  d.data_tag = h->data_tag;
+  d.buf = const_cast<void*>(buf);
+  d.count = count;
+  d.type = type;
+  d.done = r;
+  rt->engine.submit(ep->producer.get(), d);
+}
+
+}  // namespace
+
+int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
+         Endpoint* ep, SendMode mode, Request** out, const char* call) {
+  Runtime* rt = runtime();
+  if (dest == EP_PROC_NULL) {
+    if (out != nullptr) *out = completed_request();
+    return EP_SUCCESS;
+  }
+  int64_t bytes = ti.size * count;
+  const void* sbuf = buf;
+  int scount = count;
+  MPI_Datatype stype = type;
+  TypeInfo sti = ti;
+  Request* bsend_req = nullptr;
+  if (mode == SendMode::kBuffered) {
+    void* segment = rt->bsend.allocate(bytes);
+    if (segment == nullptr) {
+      return fail(EP_ERR_BUFFER, call,
+                  rt->bsend.attached()
+                      ? "%lld bytes plus EP_BSEND_OVERHEAD do not fit in the free part of the "
+                        "attached buffer"
+                      : "%lld bytes to buffer but no buffer is attached (EP_Buffer_attach)",
+                  static_cast<long long>(bytes));
+    }
+    pack(buf, count, type, ti, segment);
+    sbuf = segment;
+    scount = static_cast<int>(bytes);
+    stype = MPI_PACKED;
+    sti = packed_info();
+    bsend_req = request_new(RequestKind::kBsend, 1);
+    bsend_req->bsend = &rt->bsend;
+    bsend_req->segment = segment;
+  }
+  bool sync = mode == SendMode::kSynchronous;
+  bool rendezvous = sync || bytes > rt->config.eager_limit;
+  // The operation's request: the user's one, or the internal one of a buffered send
+  // (then the user's completes at once: the data was copied).
+  Request* r = nullptr;
+  if (bsend_req != nullptr) {
+    r = bsend_req;
+  } else if (out != nullptr || rendezvous) {
+    r = request_new(RequestKind::kSend, 2);
+  }
+  const EpAddr& a = ep->comm->addr[dest];
+  if (a.proc == rt->world_rank) {
+    send_local(sbuf, scount, stype, sti, tag, ep, ep->comm->local[a.local].get(), rendezvous, r);
+  } else {
+    send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, r);
+  }
+  if (bsend_req != nullptr) {
+    if (out != nullptr) *out = completed_request();
+    return EP_SUCCESS;
+  }
+  if (out != nullptr) {
+    *out = r;
+    return EP_SUCCESS;
+  }
+  if (r != nullptr) {  // blocking send of a rendezvous message: wait, then drop ours
+    request_wait(r, rt->config.progress_policy);
+    int err = r->status.EP_ERROR;
+    request_unref(r);
+    return err;
+  }
+  return EP_SUCCESS;
+}
+
+Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source,
+                   int tag, Endpoint* ep) {
+  Request* r = request_new(RequestKind::kRecv, 2);
+  r->buf = buf;
+  r->count = count;
+  r->type = type;
+  r->ti = ti;
+  if (source == EP_PROC_NULL) {
+    r->status.EP_SOURCE = EP_PROC_NULL;
+    r->status.EP_TAG = EP_ANY_TAG;
+    request_complete(r);
+    return r;
+  }
+  r->owner = ep;
+  r->op.kind = MatchOp::kRecv;
+  r->op.source = source;
+  r->op.tag = tag;
+  ep->matcher.post(&r->op);
+  return r;
+}
+
+bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env) {
+  MatchOp op;
+  op.kind = env != nullptr ? MatchOp::kMprobe : MatchOp::kProbe;
+  op.source = source;
+  op.tag = tag;
+  ep->matcher.post(&op);
+  // acquire: pairs with the matcher's release store of done.
+  wait_until([&] { return op.done.load(std::memory_order_acquire) != 0; },
+             runtime()->config.progress_policy);
+  if (op.found) {
+    if (status != nullptr) *status = op.status;
+    if (env != nullptr) *env = op.env;
+  }
+  return op.found;
+}
+
+Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
+  Request* r = request_new(RequestKind::kRecv, 2);
+  r->buf = buf;
+  r->count = count;
+  r->type = type;
+  r->ti = ti;
+  deliver(r, env);
+  return r;
+}
+
+bool cancel_recv(Request* r) {
+  if (r->kind != RequestKind::kRecv || r->owner == nullptr || request_done(r)) return false;
+  MatchOp op;
+  op.kind = MatchOp::kCancel;
+  op.req = r;
+  r->owner->matcher.post(&op);
+  // acquire: pairs with the matcher's release store of done.
+  wait_until([&] { return op.done.load(std::memory_order_acquire) != 0; },
+             runtime()->config.progress_policy);
+  if (!op.found) return false;  // already matched: it completes normally
+  r->status.ep_cancelled_ = 1;
+  request_complete(r);
+  return true;
+}
+
+void deliver(Request* r, Envelope* e) {
+  r->status.EP_SOURCE = e->src_rank;
+  r->status.EP_TAG = e->tag;
+  r->status.EP_ERROR = EP_SUCCESS;
+  int64_t cap = r->ti.size * r->count;
+  bool truncated = e->bytes > cap;
+  int64_t n = truncated ? cap : e->bytes;
+  if (truncated) r->status.EP_ERROR = EP_ERR_TRUNCATE;
+  switch (e->kind) {
+    case Envelope::kEager:
+      unpack(e->data, n, r->buf, r->count, r->type, r->ti);
+      r->status.ep_bytes_ = n;
+      std::free(e->block);
+      request_complete(r);
+      return;
+    case Envelope::kLocalRndv: {
+      copy(e->sbuf, e->scount, e->stype, e->sti, r->buf, r->count, r->type, r->ti, n);
+      r->status.ep_bytes_ = n;
+      Request* s = e->sreq;
+      std::free(e->block);
+      request_complete(r);
+      if (s != nullptr) request_complete(s);
+      return;
+    }
+    case Envelope::kRemoteRndv: {
+      progress::Command c;
+      c.kind = progress::Command::kRecvData;
+      c.peer = e->src_proc;
+      c.data_tag = e->data_tag;
+      c.done = r;
+      if (truncated) {
+        r->drain_buf = static_cast<char*>(std::malloc(static_cast<size_t>(e->bytes)));
+        r->drain_bytes = e->bytes;
+        c.buf = r->drain_buf;
+        c.count = static_cast<int>(e->bytes);
+        c.type = MPI_PACKED;
+      } else {
+        c.buf = r->buf;
+        c.count = r->count;
+        c.type = r->type;
+      }
+      std::free(e->block);
+      runtime()->engine.submit(nullptr, c);
+      return;
+    }
+  }
+}
+
+Envelope* materialize(Envelope* e) {
+  if (e->owned) return e;
+  if (e->kind == Envelope::kEager) {
+    char* block = static_cast<char*>(std::malloc(sizeof(Envelope) + e->bytes));
+    Envelope* h = new (block) Envelope(*e);
+    if (e->bytes > 0) std::memcpy(block + sizeof(Envelope), e->data, e->bytes);
+    std::free(e->block);
+    h->data = block + sizeof(Envelope);
+    h->block = block;
+    h->owned = true;
+    return h;
+  }
+  Envelope* h = static_cast<Envelope*>(std::malloc(sizeof(Envelope)));
+  new (h) Envelope(*e);
+  h->block = h;
+  h->owned = true;
+  return h;
+}
+
+}  // namespace ep::runtime

@@ -1,0 +1,102 @@
+// request.h - the completion object behind an EP_Request.
+//
+// What it is: a Request tracks one operation (send, receive, or an internal
+// transfer).  It is created by the endpoint thread that starts the operation and
+// completed exactly once by whichever thread finishes it: the matcher of the
+// receiving endpoint (request_complete from Matcher), or the progress thread (as the
+// progress::Completion of an MPI transfer).  The user's handle and the operation each
+// hold one reference; the object is deleted when both are released.
+//
+// Threading: `state` and `refs` are atomics; the operation fields are written before
+// publication and read-only afterwards; `status` is written by the completer before
+// the release that sets kComplete and read by waiters after the acquire that sees it.
+//
+// Memory ordering: request_complete() writes `status` then exchanges `state` to
+// kComplete with release; request_wait()/request_done() load `state` with acquire
+// (pairs with that release), so a waiter that sees kComplete sees the status.  A
+// waiter that wants to sleep first CASes kPending -> kPendingWaited; the completer's
+// exchange returns kPendingWaited and then it calls futex_wake_all.
+#ifndef EP_RUNTIME_REQUEST_H_
+#define EP_RUNTIME_REQUEST_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "ep/ep.h"
+#include "progress/backoff.h"
+#include "progress/engine.h"
+#include "runtime/datatype.h"
+
+namespace ep::runtime {
+
+class Endpoint;
+struct Envelope;
+class BsendBuffer;
+
+// A unit of work for an endpoint's matcher (see matching.h).
+struct MatchOp {
+  enum Kind : uint8_t { kRecv, kProbe, kMprobe, kCancel };
+  Kind kind = kRecv;
+  int source = 0;
+  int tag = 0;
+  struct Request* req = nullptr;     // kRecv, kCancel
+  std::atomic<uint32_t> done{0};     // probes/cancel: release by matcher, acquire by poster
+  bool found = false;                // probe/mprobe/cancel result
+  EP_Status status{};                // probe result
+  Envelope* env = nullptr;           // mprobe result
+  MatchOp* next = nullptr;           // matcher's private list link
+};
+
+enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain };
+
+struct Request final : progress::Completion {
+  static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2;
+
+  std::atomic<uint32_t> state{kPending};
+  std::atomic<int> refs{2};
+  RequestKind kind = RequestKind::kSend;
+  EP_Status status{};
+  // Receive description (kRecv); the matcher reads these.
+  void* buf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_BYTE;
+  TypeInfo ti;
+  MatchOp op;  // the receive's post in the matcher; op.req == this
+  Endpoint* owner = nullptr;  // the receiving endpoint (for cancel)
+  EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
+  // Truncated rendezvous receive: the payload lands here first (error path only).
+  char* drain_buf = nullptr;
+  int64_t drain_bytes = 0;
+  // kBsend: the segment of the attached buffer to release on completion.
+  BsendBuffer* bsend = nullptr;
+  void* segment = nullptr;
+
+  // progress::Completion: an MPI transfer of this request finished (progress thread).
+  void on_complete(const MPI_Status& status, int mpi_error) override;
+};
+
+Request* request_new(RequestKind kind, int refs);
+// Publishes `status` and completes; then drops the operation's reference.
+void request_complete(Request* r);
+void request_unref(Request* r);
+inline bool request_done(const Request* r) {
+  return r->state.load(std::memory_order_acquire) == Request::kComplete;  // pairs: complete
+}
+// Blocks (spin, yield, futex) until complete.
+void request_wait(Request* r, progress::Policy policy);
+// Waits for an arbitrary condition with the same back-off, without a futex.
+template <class F>
+void wait_until(F&& ready, progress::Policy policy) {
+  progress::Backoff b(policy);
+  while (!ready()) {
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 200000 ? ns : 200000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+}  // namespace ep::runtime
+
+#endif  // EP_RUNTIME_REQUEST_H_

@@ -1,0 +1,131 @@
+#include "runtime/runtime.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "ep/ep.h"
+#include "runtime/error.h"
+#include "runtime/p2p.h"
+
+namespace ep::runtime {
+namespace {
+
+std::atomic<Runtime*> g_runtime{nullptr};
+
+}  // namespace
+
+Runtime* runtime() {
+  return g_runtime.load(std::memory_order_acquire);  // pairs with the release in runtime_init
+}
+
+void Runtime::on_packet(int src_proc, char* block, size_t len) {
+  static_assert(sizeof(Envelope) <= progress::Engine::kHeadroom, "envelope must fit the headroom");
+  const auto* h = reinterpret_cast<const WireHeader*>(block + progress::Engine::kHeadroom);
+  CommShared* c = len >= sizeof(WireHeader) ? contexts.lookup(h->ctx) : nullptr;
+  if (c == nullptr || h->dst_local >= c->local.size()) {
+    counters.dropped_packets.fetch_add(1, std::memory_order_relaxed);  // statistics
+    std::free(block);
+    return;
+  }
+  Endpoint* ep = c->local[h->dst_local].get();
+  auto* e = new (block) Envelope;
+  e->owned = true;
+  e->block = block;
+  e->src_rank = h->src_rank;
+  e->tag = h->tag;
+  e->bytes = h->bytes;
+  if (h->kind == WireHeader::kEager) {
+    e->kind = Envelope::kEager;
+    e->data = block + progress::Engine::kHeadroom + sizeof(WireHeader);
+  } else {
+    e->kind = Envelope::kRemoteRndv;
+    e->src_proc = src_proc;
+    e->data_tag = h->data_tag;
+  }
+  if (!ep->progress_token) {
+    ep->progress_token = std::make_unique<moodycamel::ProducerToken>(ep->matcher.inbox());
+  }
+  ep->matcher.push(*ep->progress_token, e);
+}
+
+int runtime_init() {
+  int init = 0, fin = 0;
+  MPI_Initialized(&init);
+  MPI_Finalized(&fin);
+  if (!init || fin) {
+    return fail(EP_ERR_NOT_INITIALIZED, "EP_Init",
+                "MPI is not initialized (call MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
+  }
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided != MPI_THREAD_MULTIPLE) {
+    return fail(EP_ERR_THREAD_LEVEL, "EP_Init",
+                "MPI provides thread level %d, libep needs MPI_THREAD_MULTIPLE (%d)", provided,
+                MPI_THREAD_MULTIPLE);
+  }
+  auto rt = std::make_unique<Runtime>();
+  std::string error;
+  std::vector<std::string> warnings;
+  if (!parse_config(&rt->config, &error, &warnings)) {
+    return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &rt->local_proc_index);
+  MPI_Comm_free(&node);
+  if (rt->world_rank == 0) {
+    for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  }
+  progress::Options opts;
+  opts.policy = rt->config.progress_policy;
+  if (!rt->config.progress_cpus.empty()) {
+    opts.cpu = rt->config.progress_cpus[rt->local_proc_index % rt->config.progress_cpus.size()];
+  }
+  // Publish before starting the engine: the progress thread calls runtime().
+  Runtime* raw = rt.get();
+  g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
+  if (!raw->engine.start(opts, raw, &error)) {
+    g_runtime.store(nullptr, std::memory_order_release);
+    return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
+  }
+  rt.release();
+  if (raw->config.verbose) {
+    std::fprintf(stderr, "libep: process %d settings:\n%s", raw->world_rank,
+                 describe_config(raw->config).c_str());
+  }
+  return EP_SUCCESS;
+}
+
+int runtime_finalize() {
+  Runtime* rt = runtime();
+  // Every process has finished its own communication when it gets here; the
+  // barrier makes sure no peer still sends to us before the engine stops.
+  MPI_Barrier(MPI_COMM_WORLD);
+  rt->engine.stop();
+  if (rt->config.stats) {
+    const auto& s = rt->engine.stats();
+    const auto& c = rt->counters;
+    std::fprintf(stderr,
+                 "libep stats (process %d): local_eager=%llu local_rndv=%llu remote_eager=%llu "
+                 "remote_rndv=%llu direct_matches=%llu packets_sent=%llu packets_received=%llu "
+                 "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
+                 "dropped_packets=%llu\n",
+                 rt->world_rank, (unsigned long long)c.local_eager.load(),
+                 (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
+                 (unsigned long long)c.remote_rndv.load(),
+                 (unsigned long long)c.direct_matches.load(),
+                 (unsigned long long)s.packets_sent.load(),
+                 (unsigned long long)s.packets_received.load(),
+                 (unsigned long long)s.data_sent.load(), (unsigned long long)s.data_received.load(),
+                 (unsigned long long)s.loops.load(), (unsigned long long)s.sleeps.load(),
+                 (unsigned long long)c.dropped_packets.load());
+  }
+  comm_free_all();
+  g_runtime.store(nullptr, std::memory_order_release);
+  delete rt;
+  return EP_SUCCESS;
+}
+
+}  // namespace ep::runtime

@@ -1,0 +1,65 @@
+// runtime.h - the process-wide state of libep between EP_Init and EP_Finalize.
+//
+// What it is: `Runtime` owns the configuration, the progress engine, the context
+// table and the buffered-send buffer, and is the engine's PacketSink: it turns each
+// incoming packet into an Envelope and hands it to the destination endpoint's
+// matcher.  runtime() returns it (nullptr outside EP_Init..EP_Finalize).
+//
+// Threading: init/finalize run on one thread (the caller of EP_Init/EP_Finalize)
+// while no other libep call runs; everything else is thread-safe.
+//
+// Memory ordering: g_runtime is stored with release after the runtime is fully
+// built and loaded with acquire by every call, so a call that sees it sees its state.
+#ifndef EP_RUNTIME_RUNTIME_H_
+#define EP_RUNTIME_RUNTIME_H_
+
+#include <atomic>
+#include <string>
+
+#include "progress/engine.h"
+#include "runtime/bsend.h"
+#include "runtime/comm.h"
+#include "runtime/config.h"
+
+namespace ep::runtime {
+
+// The packet header, in front of every packet on the packet comm.
+struct WireHeader {
+  enum Kind : uint8_t { kEager = 1, kRts = 2 };
+  uint32_t ctx;        // receiver's context id
+  uint16_t dst_local;  // receiver's local endpoint index
+  uint8_t kind;
+  uint8_t sync;
+  int32_t src_rank;  // sender's rank in the communicator
+  int32_t tag;
+  int32_t data_tag;  // kRts: tag of the payload on the data comm
+  int64_t bytes;     // packed payload size
+};
+
+struct Counters {
+  std::atomic<uint64_t> local_eager{0}, local_rndv{0}, remote_eager{0}, remote_rndv{0},
+      direct_matches{0}, dropped_packets{0};
+};
+
+class Runtime final : public progress::PacketSink {
+ public:
+  Config config;
+  progress::Engine engine;
+  ContextTable contexts;
+  BsendBuffer bsend;
+  Counters counters;
+  int world_rank = 0;
+  int local_proc_index = 0;  // index among the processes of this node
+  std::atomic<uint32_t> next_origin{0};
+
+  void on_packet(int src_proc, char* block, size_t len) override;
+};
+
+Runtime* runtime();
+// EP_Init/EP_Finalize bodies (argument checks are in api/).  Return EP_ERR_* codes.
+int runtime_init();
+int runtime_finalize();
+
+}  // namespace ep::runtime
+
+#endif  // EP_RUNTIME_RUNTIME_H_

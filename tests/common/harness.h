@@ -1,0 +1,92 @@
+// harness.h - helpers for libep's multi-process googletest programs.
+//
+// Every test program links //tests/common:mpi_main, whose main() calls
+// MPI_Init_thread(MPI_THREAD_MULTIPLE), EP_Init, the tests, EP_Finalize, MPI_Finalize.
+// Tests run in the same order in every process; a test that creates endpoints is
+// collective over MPI_COMM_WORLD.
+#ifndef EP_TESTS_COMMON_HARNESS_H_
+#define EP_TESTS_COMMON_HARNESS_H_
+
+#include <mpi.h>
+
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ep/ep.h"
+
+namespace ep_test {
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+inline int world_size() {
+  int s = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+// Endpoints per process for the uneven pattern {3, 1, 2} (process p gets pattern[p % 3]).
+inline int uneven(int p) {
+  static const int pattern[] = {3, 1, 2};
+  return pattern[p % 3];
+}
+
+// Sanitizers slow everything down: scale iteration counts with this.
+inline int scaled(int n) {
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
+    defined(EP_SANITIZER_UNDEFINED)
+  return n / 8 > 0 ? n / 8 : 1;
+#else
+  return n;
+#endif
+}
+
+// Creates an endpoints communicator with `num_ep` endpoints in this process and runs
+// fn(comm, index) on one thread per endpoint; frees the handles afterwards.
+inline void run_endpoints(int num_ep, const std::function<void(EP_Comm, int)>& fn,
+                          MPI_Comm parent = MPI_COMM_WORLD) {
+  std::vector<EP_Comm> comms(static_cast<size_t>(num_ep > 0 ? num_ep : 1));
+  int err = EP_Comm_create_endpoints(parent, num_ep, MPI_INFO_NULL, comms.data());
+  if (err != EP_SUCCESS) throw std::runtime_error("EP_Comm_create_endpoints failed");
+  std::vector<std::thread> threads;
+  for (int i = 0; i < num_ep; ++i) {
+    threads.emplace_back([&, i] {
+      EP_Comm_set_errhandler(comms[i], EP_ERRORS_RETURN);
+      fn(comms[i], i);
+      EP_Comm_free(&comms[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// A barrier over the endpoints of one communicator built from point-to-point only
+// (collectives belong to another layer): gather to rank 0, then release.
+inline void ep_barrier(EP_Comm comm) {
+  int rank = 0, size = 0;
+  EP_Comm_rank(comm, &rank);
+  EP_Comm_size(comm, &size);
+  const int tag = 32000;
+  char token = 0;
+  if (rank == 0) {
+    for (int i = 1; i < size; ++i) EP_Recv(&token, 1, MPI_CHAR, i, tag, comm, EP_STATUS_IGNORE);
+    for (int i = 1; i < size; ++i) EP_Send(&token, 1, MPI_CHAR, i, tag, comm);
+  } else {
+    EP_Send(&token, 1, MPI_CHAR, 0, tag, comm);
+    EP_Recv(&token, 1, MPI_CHAR, 0, tag, comm, EP_STATUS_IGNORE);
+  }
+}
+
+inline std::string last_error(int code) {
+  char buf[EP_MAX_ERROR_STRING];
+  int len = 0;
+  EP_Error_string(code, buf, &len);
+  return std::string(buf, static_cast<size_t>(len));
+}
+
+}  // namespace ep_test
+
+#endif  // EP_TESTS_COMMON_HARNESS_H_

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs libep's files into PREFIX (no building; see tools/install.sh):
+#   PREFIX/include/ep/ep.h
+#   PREFIX/lib/libep.so
+#   PREFIX/lib/pkgconfig/ep.pc
+# Usage: install_files.sh PREFIX LIBEP_SO EP_H
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+  echo "usage: $0 PREFIX LIBEP_SO EP_H" >&2
+  exit 2
+fi
+prefix=$1
+libep_so=$2
+ep_h=$3
+
+for f in "$libep_so" "$ep_h"; do
+  if [[ ! -f "$f" ]]; then
+    echo "install_files.sh: no such file: $f" >&2
+    exit 1
+  fi
+done
+
+mkdir -p "$prefix"
+prefix=$(cd "$prefix" && pwd -P)  # absolute: it ends up in ep.pc and the rpath
+
+install -d "$prefix/include/ep" "$prefix/lib/pkgconfig"
+# Bazel outputs are read-only symlinks into its cache: copy the contents, set sane modes.
+install -m 0644 "$ep_h" "$prefix/include/ep/ep.h"
+install -m 0755 "$libep_so" "$prefix/lib/libep.so"
+
+cat >"$prefix/lib/pkgconfig/ep.pc" <<PC
+prefix=$prefix
+includedir=\${prefix}/include
+libdir=\${prefix}/lib
+
+Name: ep
+Description: libep, MPI endpoints runtime (build with mpicc/mpicxx)
+Version: 0.1.0
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lep
+PC
+
+echo "install_files.sh: installed libep into $prefix"
