@@ -127,7 +127,10 @@ class Matcher {
   DeliverFn deliver_;
   MaterializeFn materialize_;
   moodycamel::ConcurrentQueue<Envelope*> inbox_;
-  tbb::concurrent_queue<MatchOp*> posts_;
+  // std::allocator, not TBB's cache_aligned_allocator: that one recycles pages through
+  // tbbmalloc, invisible to ThreadSanitizer (false races), and posts are not hot enough
+  // for it to matter.
+  tbb::concurrent_queue<MatchOp*, std::allocator<MatchOp*>> posts_;
   alignas(64) std::atomic<uint32_t> work_{0};
   // Matcher-private (see the protocol above):
   MatchOp* posted_head_ = nullptr;

@@ -89,7 +89,8 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   h->src_rank = ep->rank;
   h->tag = tag;
   h->bytes = bytes;
-  h->data_tag = rendezvous ? rt->engine.next_data_tag() : 0;
+  const int data_tag = rendezvous ? rt->engine.next_data_tag() : 0;
+  h->data_tag = data_tag;  // the packet belongs to the engine once submitted
   progress::Command c;
   c.kind = progress::Command::kSendPacket;
   c.peer = a.proc;
@@ -108,7 +109,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   d.kind = progress::Command::kSendData;
   d.sync = sync;
   d.peer = a.proc;
-  d.data_tag = h->data_tag;
+  d.data_tag = data_tag;
   d.buf = const_cast<void*>(buf);
   d.count = count;
   d.type = type;
