@@ -204,6 +204,176 @@ int check_requests(int n, EP_Request reqs[], const char* call) {
   return EP_SUCCESS;
 }
 
+int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
+               EP_Request* request, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  TypeInfo ti;
+  int err = recv_checks(ep, buf, count, type, source, tag, &ti, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
+  r->errhandler = ep->errhandler;
+  *request = reinterpret_cast<EP_Request>(r);
+  return EP_SUCCESS;
+}
+
+int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status,
+                const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = check_source(ep, source, call);
+  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
+  if (err == EP_SUCCESS && flag == nullptr) err = fail(EP_ERR_ARG, call, "flag is NULL");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (source == EP_PROC_NULL) {
+    *flag = 1;
+    empty_status(status);
+    if (status) status->EP_SOURCE = EP_PROC_NULL;
+    return EP_SUCCESS;
+  }
+  *flag = ep::runtime::probe(source, tag, ep, status, nullptr);
+  return EP_SUCCESS;
+}
+
+int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* message,
+                 EP_Status* status, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = check_source(ep, source, call);
+  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
+  if (err == EP_SUCCESS && (flag == nullptr || message == nullptr)) {
+    err = fail(EP_ERR_ARG, call, "flag or message is NULL");
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (source == EP_PROC_NULL) {
+    *flag = 1;
+    *message = EP_MESSAGE_NO_PROC;
+    empty_status(status);
+    if (status) status->EP_SOURCE = EP_PROC_NULL;
+    return EP_SUCCESS;
+  }
+  ep::runtime::Envelope* env = nullptr;
+  *flag = ep::runtime::probe(source, tag, ep, status, &env);
+  *message = *flag ? reinterpret_cast<EP_Message>(env) : EP_MESSAGE_NULL;
+  return EP_SUCCESS;
+}
+
+int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message,
+                EP_Request* request, const char* call) {
+  EP_CHECK_INIT(call);
+  if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
+  if (message == nullptr || *message == EP_MESSAGE_NULL) {
+    return fail(EP_ERR_REQUEST, call, "message is EP_MESSAGE_NULL");
+  }
+  TypeInfo ti;
+  int err = check_buffer(buf, count, type, &ti, call);
+  if (err != EP_SUCCESS) return err;
+  Request* r;
+  if (*message == EP_MESSAGE_NO_PROC) {
+    r = ep::runtime::post_recv(buf, count, type, ti, EP_PROC_NULL, EP_ANY_TAG, nullptr);
+  } else {
+    r = ep::runtime::post_mrecv(buf, count, type, ti,
+                                reinterpret_cast<ep::runtime::Envelope*>(*message));
+  }
+  *message = EP_MESSAGE_NULL;
+  *request = reinterpret_cast<EP_Request>(r);
+  return EP_SUCCESS;
+}
+
+// Repeats `attempt` (an EP_* error code) with the back-off policy until it fails or
+// `done` holds: the blocking forms of probe and the any/some waits.
+template <class Attempt, class Done>
+int poll_until(Attempt&& attempt, Done&& done) {
+  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
+  for (;;) {
+    int err = attempt();
+    if (err != EP_SUCCESS || done()) return err;
+    int64_t ns = b.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 100000 ? ns : 100000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const char* call) {
+  EP_CHECK_INIT(call);
+  int err = check_requests(count, requests, call);
+  if (err != EP_SUCCESS) return err;
+  bool any_error = false;
+  for (int i = 0; i < count; ++i) {
+    EP_Status st;
+    if (requests[i] == EP_REQUEST_NULL) {
+      empty_status(&st);
+    } else {
+      ep::runtime::request_wait(req_of(requests[i]), policy());
+      any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+    }
+    if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
+  }
+  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status")
+                   : EP_SUCCESS;
+}
+
+int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Status* status,
+                 const char* call) {
+  EP_CHECK_INIT(call);
+  int err = check_requests(count, requests, call);
+  if (err != EP_SUCCESS) return err;
+  if (index == nullptr || flag == nullptr) return fail(EP_ERR_ARG, call, "index or flag is NULL");
+  bool all_null = true;
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == EP_REQUEST_NULL) continue;
+    all_null = false;
+    Request* r = req_of(requests[i]);
+    if (!ep::runtime::request_done(r)) continue;
+    *index = i;
+    *flag = 1;
+    EP_Errhandler eh = r->errhandler;
+    return handle(eh, finish(&requests[i], status));
+  }
+  *index = EP_UNDEFINED;
+  *flag = all_null ? 1 : 0;
+  if (all_null) empty_status(status);
+  return EP_SUCCESS;
+}
+
+int testsome_impl(int incount, EP_Request requests[], int* outcount, int indices[],
+                  EP_Status statuses[], const char* call) {
+  EP_CHECK_INIT(call);
+  int err = check_requests(incount, requests, call);
+  if (err != EP_SUCCESS) return err;
+  if (outcount == nullptr || (incount > 0 && indices == nullptr)) {
+    return fail(EP_ERR_ARG, call, "outcount or indices is NULL");
+  }
+  bool all_null = true, any_error = false;
+  int n = 0;
+  for (int i = 0; i < incount; ++i) {
+    if (requests[i] == EP_REQUEST_NULL) continue;
+    all_null = false;
+    if (!ep::runtime::request_done(req_of(requests[i]))) continue;
+    EP_Status st;
+    any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+    if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
+    indices[n++] = i;
+  }
+  *outcount = all_null ? EP_UNDEFINED : n;
+  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status")
+                   : EP_SUCCESS;
+}
+
+int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
+  EP_CHECK_INIT(call);
+  if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
+  if (*request == EP_REQUEST_NULL) {
+    empty_status(status);
+    return EP_SUCCESS;
+  }
+  Request* r = req_of(*request);
+  ep::runtime::request_wait(r, policy());
+  EP_Errhandler eh = r->errhandler;
+  int err = finish(request, status);
+  if (err == EP_ERR_TRUNCATE) fail(err, call, "the message was longer than the receive buffer");
+  return handle(eh, err);
+}
+
 }  // namespace
 
 extern "C" {
@@ -478,6 +648,7 @@ int EP_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, E
 }
 
 #define EP_CHECK_REQUEST_OUT(request, call) \
+  EP_CHECK_INIT(call);                        \
   if ((request) == nullptr) return fail(EP_ERR_ARG, call, "request is NULL")
 
 int EP_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
@@ -506,14 +677,7 @@ int EP_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
 int EP_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
              EP_Request* request) {
   EP_CHECK_REQUEST_OUT(request, "EP_Irecv");
-  EP_GET_COMM(ep, comm, "EP_Irecv");
-  TypeInfo ti;
-  int err = recv_checks(ep, buf, count, type, source, tag, &ti, "EP_Irecv");
-  if (err != EP_SUCCESS) return handle(ep, err);
-  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
-  r->errhandler = ep->errhandler;
-  *request = reinterpret_cast<EP_Request>(r);
-  return EP_SUCCESS;
+  return irecv_impl(buf, count, type, source, tag, comm, request, "EP_Irecv");
 }
 
 int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
@@ -538,17 +702,17 @@ int EP_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int d
                 EP_Comm comm, EP_Status* status) {
   const char* call = "EP_Sendrecv";
   EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
-  int err = EP_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr);
+  int err = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr, call);
   if (err != EP_SUCCESS) return err;
-  err = EP_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &sr);
+  err = send_common(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::kStandard, &sr,
+                    call);
   if (err != EP_SUCCESS) {
     EP_Cancel(&rr);
-    EP_Wait(&rr, EP_STATUS_IGNORE);
+    wait_impl(&rr, EP_STATUS_IGNORE, call);
     return err;
   }
-  (void)call;
-  EP_Wait(&sr, EP_STATUS_IGNORE);
-  return EP_Wait(&rr, status);
+  wait_impl(&sr, EP_STATUS_IGNORE, call);
+  return wait_impl(&rr, status, call);
 }
 
 int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
@@ -563,104 +727,53 @@ int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int s
   }
   std::vector<char> packed(static_cast<size_t>(ti.size * count));
   ep::runtime::pack(buf, count, type, ti, packed.data());
-  return EP_Sendrecv(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
-                     buf, count, type, source, recvtag, comm, status);
+  // The same checks and call name as EP_Sendrecv, but reported as this call.
+  EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
+  err = irecv_impl(buf, count, type, source, recvtag, comm, &rr, call);
+  if (err != EP_SUCCESS) return err;
+  err = send_common(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
+                    comm, SendMode::kStandard, &sr, call);
+  if (err != EP_SUCCESS) {
+    EP_Cancel(&rr);
+    wait_impl(&rr, EP_STATUS_IGNORE, call);
+    return err;
+  }
+  wait_impl(&sr, EP_STATUS_IGNORE, call);
+  return wait_impl(&rr, status, call);
 }
 
 int EP_Iprobe(int source, int tag, EP_Comm comm, int* flag, EP_Status* status) {
-  EP_GET_COMM(ep, comm, "EP_Iprobe");
-  int err = check_source(ep, source, "EP_Iprobe");
-  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, "EP_Iprobe");
-  if (err == EP_SUCCESS && flag == nullptr) err = fail(EP_ERR_ARG, "EP_Iprobe", "flag is NULL");
-  if (err != EP_SUCCESS) return handle(ep, err);
-  if (source == EP_PROC_NULL) {
-    *flag = 1;
-    empty_status(status);
-    if (status) status->EP_SOURCE = EP_PROC_NULL;
-    return EP_SUCCESS;
-  }
-  *flag = ep::runtime::probe(source, tag, ep, status, nullptr);
-  return EP_SUCCESS;
+  return iprobe_impl(source, tag, comm, flag, status, "EP_Iprobe");
 }
 
 int EP_Probe(int source, int tag, EP_Comm comm, EP_Status* status) {
   int flag = 0;
-  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
-  for (;;) {
-    int err = EP_Iprobe(source, tag, comm, &flag, status);
-    if (err != EP_SUCCESS || flag) return err;
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 100000 ? ns : 100000};
-      nanosleep(&ts, nullptr);
-    }
-  }
+  return poll_until([&] { return iprobe_impl(source, tag, comm, &flag, status, "EP_Probe"); },
+                    [&] { return flag != 0; });
 }
 
 int EP_Improbe(int source, int tag, EP_Comm comm, int* flag, EP_Message* message,
                EP_Status* status) {
-  EP_GET_COMM(ep, comm, "EP_Improbe");
-  int err = check_source(ep, source, "EP_Improbe");
-  if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, "EP_Improbe");
-  if (err == EP_SUCCESS && (flag == nullptr || message == nullptr)) {
-    err = fail(EP_ERR_ARG, "EP_Improbe", "flag or message is NULL");
-  }
-  if (err != EP_SUCCESS) return handle(ep, err);
-  if (source == EP_PROC_NULL) {
-    *flag = 1;
-    *message = EP_MESSAGE_NO_PROC;
-    empty_status(status);
-    if (status) status->EP_SOURCE = EP_PROC_NULL;
-    return EP_SUCCESS;
-  }
-  ep::runtime::Envelope* env = nullptr;
-  *flag = ep::runtime::probe(source, tag, ep, status, &env);
-  *message = *flag ? reinterpret_cast<EP_Message>(env) : EP_MESSAGE_NULL;
-  return EP_SUCCESS;
+  return improbe_impl(source, tag, comm, flag, message, status, "EP_Improbe");
 }
 
 int EP_Mprobe(int source, int tag, EP_Comm comm, EP_Message* message, EP_Status* status) {
   int flag = 0;
-  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
-  for (;;) {
-    int err = EP_Improbe(source, tag, comm, &flag, message, status);
-    if (err != EP_SUCCESS || flag) return err;
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 100000 ? ns : 100000};
-      nanosleep(&ts, nullptr);
-    }
-  }
+  return poll_until(
+      [&] { return improbe_impl(source, tag, comm, &flag, message, status, "EP_Mprobe"); },
+      [&] { return flag != 0; });
 }
 
 int EP_Imrecv(void* buf, int count, MPI_Datatype type, EP_Message* message,
               EP_Request* request) {
-  const char* call = "EP_Imrecv";
-  EP_CHECK_INIT(call);
-  if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
-  if (message == nullptr || *message == EP_MESSAGE_NULL) {
-    return fail(EP_ERR_REQUEST, call, "message is EP_MESSAGE_NULL");
-  }
-  TypeInfo ti;
-  int err = check_buffer(buf, count, type, &ti, call);
-  if (err != EP_SUCCESS) return err;
-  Request* r;
-  if (*message == EP_MESSAGE_NO_PROC) {
-    r = ep::runtime::post_recv(buf, count, type, ti, EP_PROC_NULL, EP_ANY_TAG, nullptr);
-  } else {
-    r = ep::runtime::post_mrecv(buf, count, type, ti,
-                                reinterpret_cast<ep::runtime::Envelope*>(*message));
-  }
-  *message = EP_MESSAGE_NULL;
-  *request = reinterpret_cast<EP_Request>(r);
-  return EP_SUCCESS;
+  return imrecv_impl(buf, count, type, message, request, "EP_Imrecv");
 }
 
 int EP_Mrecv(void* buf, int count, MPI_Datatype type, EP_Message* message, EP_Status* status) {
   EP_Request r = EP_REQUEST_NULL;
-  int err = EP_Imrecv(buf, count, type, message, &r);
+  int err = imrecv_impl(buf, count, type, message, &r, "EP_Mrecv");
   if (err != EP_SUCCESS) return err;
-  return EP_Wait(&r, status);
+  return wait_impl(&r, status, "EP_Mrecv");
 }
 
 int EP_Buffer_attach(void* buffer, int size) {
@@ -727,20 +840,7 @@ int EP_Get_elements(const EP_Status* status, MPI_Datatype type, int* count) {
 // ---- Requests -----------------------------------------------------------------------------
 
 int EP_Wait(EP_Request* request, EP_Status* status) {
-  EP_CHECK_INIT("EP_Wait");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Wait", "request is NULL");
-  if (*request == EP_REQUEST_NULL) {
-    empty_status(status);
-    return EP_SUCCESS;
-  }
-  Request* r = req_of(*request);
-  ep::runtime::request_wait(r, policy());
-  EP_Errhandler eh = r->errhandler;
-  int err = finish(request, status);
-  if (err == EP_ERR_TRUNCATE) {
-    fail(err, "EP_Wait", "the message was longer than the receive buffer");
-  }
-  return handle(eh, err);
+  return wait_impl(request, status, "EP_Wait");
 }
 
 int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
@@ -761,29 +861,15 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
 }
 
 int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]) {
-  int err = check_requests(count, requests, "EP_Waitall");
-  if (err != EP_SUCCESS) return err;
-  EP_CHECK_INIT("EP_Waitall");
-  bool any_error = false;
-  for (int i = 0; i < count; ++i) {
-    EP_Status st;
-    if (requests[i] == EP_REQUEST_NULL) {
-      empty_status(&st);
-    } else {
-      ep::runtime::request_wait(req_of(requests[i]), policy());
-      any_error |= finish(&requests[i], &st) != EP_SUCCESS;
-    }
-    if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
-  }
-  return any_error ? fail(EP_ERR_IN_STATUS, "EP_Waitall", "a request failed; see its status")
-                   : EP_SUCCESS;
+  return waitall_impl(count, requests, statuses, "EP_Waitall");
 }
 
 int EP_Testall(int count, EP_Request requests[], int* flag, EP_Status statuses[]) {
-  int err = check_requests(count, requests, "EP_Testall");
+  const char* call = "EP_Testall";
+  EP_CHECK_INIT(call);
+  int err = check_requests(count, requests, call);
   if (err != EP_SUCCESS) return err;
-  EP_CHECK_INIT("EP_Testall");
-  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Testall", "flag is NULL");
+  if (flag == nullptr) return fail(EP_ERR_ARG, call, "flag is NULL");
   for (int i = 0; i < count; ++i) {
     if (requests[i] != EP_REQUEST_NULL && !ep::runtime::request_done(req_of(requests[i]))) {
       *flag = 0;
@@ -791,83 +877,30 @@ int EP_Testall(int count, EP_Request requests[], int* flag, EP_Status statuses[]
     }
   }
   *flag = 1;
-  return EP_Waitall(count, requests, statuses);
+  return waitall_impl(count, requests, statuses, call);
 }
 
 int EP_Testany(int count, EP_Request requests[], int* index, int* flag, EP_Status* status) {
-  int err = check_requests(count, requests, "EP_Testany");
-  if (err != EP_SUCCESS) return err;
-  EP_CHECK_INIT("EP_Testany");
-  if (index == nullptr || flag == nullptr) {
-    return fail(EP_ERR_ARG, "EP_Testany", "index or flag is NULL");
-  }
-  bool all_null = true;
-  for (int i = 0; i < count; ++i) {
-    if (requests[i] == EP_REQUEST_NULL) continue;
-    all_null = false;
-    Request* r = req_of(requests[i]);
-    if (!ep::runtime::request_done(r)) continue;
-    *index = i;
-    *flag = 1;
-    EP_Errhandler eh = r->errhandler;
-    return handle(eh, finish(&requests[i], status));
-  }
-  *index = EP_UNDEFINED;
-  *flag = all_null ? 1 : 0;
-  if (all_null) empty_status(status);
-  return EP_SUCCESS;
+  return testany_impl(count, requests, index, flag, status, "EP_Testany");
 }
 
 int EP_Waitany(int count, EP_Request requests[], int* index, EP_Status* status) {
   int flag = 0;
-  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
-  for (;;) {
-    int err = EP_Testany(count, requests, index, &flag, status);
-    if (err != EP_SUCCESS || flag) return err;
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 100000 ? ns : 100000};
-      nanosleep(&ts, nullptr);
-    }
-  }
+  return poll_until(
+      [&] { return testany_impl(count, requests, index, &flag, status, "EP_Waitany"); },
+      [&] { return flag != 0; });
 }
 
 int EP_Testsome(int incount, EP_Request requests[], int* outcount, int indices[],
                 EP_Status statuses[]) {
-  int err = check_requests(incount, requests, "EP_Testsome");
-  if (err != EP_SUCCESS) return err;
-  EP_CHECK_INIT("EP_Testsome");
-  if (outcount == nullptr || (incount > 0 && indices == nullptr)) {
-    return fail(EP_ERR_ARG, "EP_Testsome", "outcount or indices is NULL");
-  }
-  bool all_null = true, any_error = false;
-  int n = 0;
-  for (int i = 0; i < incount; ++i) {
-    if (requests[i] == EP_REQUEST_NULL) continue;
-    all_null = false;
-    if (!ep::runtime::request_done(req_of(requests[i]))) continue;
-    EP_Status st;
-    any_error |= finish(&requests[i], &st) != EP_SUCCESS;
-    if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
-    indices[n++] = i;
-  }
-  *outcount = all_null ? EP_UNDEFINED : n;
-  return any_error ? fail(EP_ERR_IN_STATUS, "EP_Testsome", "a request failed; see its status")
-                   : EP_SUCCESS;
+  return testsome_impl(incount, requests, outcount, indices, statuses, "EP_Testsome");
 }
 
 int EP_Waitsome(int incount, EP_Request requests[], int* outcount, int indices[],
                 EP_Status statuses[]) {
-  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
-  for (;;) {
-    int err = EP_Testsome(incount, requests, outcount, indices, statuses);
-    if (err != EP_SUCCESS || *outcount != 0) return err;
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 100000 ? ns : 100000};
-      nanosleep(&ts, nullptr);
-    }
-  }
+  return poll_until(
+      [&] { return testsome_impl(incount, requests, outcount, indices, statuses, "EP_Waitsome"); },
+      [&] { return *outcount != 0; });
 }
 
 int EP_Request_free(EP_Request* request) {

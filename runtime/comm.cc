@@ -105,25 +105,41 @@ std::vector<CommShared*> ContextTable::all() const {
 
 namespace {
 
-// Builds the local part of a communicator whose ranks are described by `addr`/`ids`.
-CommShared* build(uint32_t ctx, std::vector<EpAddr> addr, std::vector<Identity> ids,
-                  MPI_Comm proc_comm) {
+// Creates this process's part of a communicator with `num_local` endpoints and
+// publishes its context id at once: a peer may send as soon as *its* creation
+// returned, possibly before ours did, and the progress thread must find the
+// endpoints then (their inboxes queue the early messages).  Membership (addr, ids,
+// ranks) is filled in by finish() before any handle reaches the user; the progress
+// thread only reads `local`.
+CommShared* begin(int num_local) {
   Runtime* rt = runtime();
   auto* c = new CommShared;
-  c->ctx = ctx;
+  c->ctx = rt->contexts.allocate();
+  c->tag_ub = (1 << 28) - 1;
+  for (int i = 0; i < num_local; ++i) c->local.push_back(std::make_unique<Endpoint>(c, -1, i));
+  c->live_handles.store(num_local, std::memory_order_relaxed);  // relaxed: published below
+  rt->contexts.publish(c->ctx, c);
+  return c;
+}
+
+void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids,
+            MPI_Comm proc_comm) {
+  Runtime* rt = runtime();
   c->size = static_cast<int>(addr.size());
   c->addr = std::move(addr);
   c->ids = std::move(ids);
   c->proc_comm = proc_comm;
-  c->tag_ub = (1 << 28) - 1;
-  int li = 0;
   for (int r = 0; r < c->size; ++r) {
-    if (c->addr[r].proc != rt->world_rank) continue;
-    c->local.push_back(std::make_unique<Endpoint>(c, r, li++));
+    if (c->addr[r].proc == rt->world_rank) c->local[c->addr[r].local]->rank = r;
   }
-  c->live_handles.store(li, std::memory_order_relaxed);  // relaxed: published below
-  rt->contexts.publish(ctx, c);
-  return c;
+}
+
+// Undoes begin() when creation fails before anything was sent to the new context.
+void abandon(CommShared* c) {
+  Runtime* rt = runtime();
+  rt->contexts.unpublish(c->ctx);
+  rt->contexts.recycle(c->ctx);
+  delete c;
 }
 
 // On the progress thread: delete a communicator once no matcher is running on it.
@@ -151,27 +167,23 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
   int prank = 0, psize = 0;
   MPI_Comm_rank(parent, &prank);
   MPI_Comm_size(parent, &psize);
-  uint32_t ctx = rt->contexts.allocate();
+  CommShared* c = begin(num_ep > 0 ? num_ep : 0);
   // Per process: num_ep, world rank, context id, origin counter.
-  long long mine[4] = {num_ep, rt->world_rank, ctx,
+  long long mine[4] = {num_ep, rt->world_rank, c->ctx,
                        rt->next_origin.fetch_add(1, std::memory_order_relaxed)};
   std::vector<long long> all(4 * static_cast<size_t>(psize));
   MPI_Allgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent);
-  bool bad = false;
-  for (int p = 0; p < psize; ++p) bad |= all[4 * p] < 0;
-  if (bad) {
-    rt->contexts.recycle(ctx);
-    for (int p = 0; p < psize; ++p) {
-      if (all[4 * p] < 0) {
-        return fail(EP_ERR_ARG, "EP_Comm_create_endpoints",
-                    "num_ep %lld on parent rank %d is negative", all[4 * p], p);
-      }
+  for (int p = 0; p < psize; ++p) {
+    if (all[4 * p] < 0) {
+      abandon(c);
+      return fail(EP_ERR_ARG, "EP_Comm_create_endpoints",
+                  "num_ep %lld on parent rank %d is negative", all[4 * p], p);
     }
   }
   MPI_Comm proc_comm = MPI_COMM_NULL;
   MPI_Comm_split(parent, num_ep > 0 ? 0 : MPI_UNDEFINED, prank, &proc_comm);
   if (num_ep == 0) {
-    rt->contexts.recycle(ctx);
+    abandon(c);
     return EP_SUCCESS;
   }
   uint64_t origin = (static_cast<uint64_t>(all[1]) << 32) | static_cast<uint64_t>(all[3]);
@@ -179,12 +191,12 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
   std::vector<Identity> ids;
   for (int p = 0; p < psize; ++p) {
     for (long long i = 0; i < all[4 * p]; ++i) {
-      addr.push_back(EpAddr{static_cast<int>(all[4 * p + 1]), static_cast<uint32_t>(all[4 * p + 2]),
-                            static_cast<uint16_t>(i)});
+      addr.push_back(EpAddr{static_cast<int>(all[4 * p + 1]),
+                            static_cast<uint32_t>(all[4 * p + 2]), static_cast<uint16_t>(i)});
       ids.push_back(Identity{origin, static_cast<int>(addr.size()) - 1});
     }
   }
-  CommShared* c = build(ctx, std::move(addr), std::move(ids), proc_comm);
+  finish(c, std::move(addr), std::move(ids), proc_comm);
   for (int i = 0; i < num_ep; ++i) comms[i] = reinterpret_cast<EP_Comm>(c->local[i].get());
   return EP_SUCCESS;
 }
@@ -193,12 +205,11 @@ int comm_dup(Endpoint* ep, Endpoint** out) {
   CommShared* old = ep->comm;
   void* made = old->local_once([old]() -> void* {
     Runtime* rt = runtime();
-    uint32_t ctx = rt->contexts.allocate();
-    int nprocs = 0, me = 0;
+    CommShared* c = begin(static_cast<int>(old->local.size()));
+    int nprocs = 0;
     MPI_Comm_size(old->proc_comm, &nprocs);
-    MPI_Comm_rank(old->proc_comm, &me);
     std::vector<long long> ctxs(nprocs * 2);
-    long long mine[2] = {rt->world_rank, ctx};
+    long long mine[2] = {rt->world_rank, c->ctx};
     MPI_Allgather(mine, 2, MPI_LONG_LONG, ctxs.data(), 2, MPI_LONG_LONG, old->proc_comm);
     MPI_Comm proc_comm;
     MPI_Comm_dup(old->proc_comm, &proc_comm);
@@ -208,7 +219,7 @@ int comm_dup(Endpoint* ep, Endpoint** out) {
         if (ctxs[2 * p] == a.proc) a.ctx = static_cast<uint32_t>(ctxs[2 * p + 1]);
       }
     }
-    CommShared* c = build(ctx, std::move(addr), old->ids, proc_comm);
+    finish(c, std::move(addr), old->ids, proc_comm);
     return c;
   });
   auto* c = static_cast<CommShared*>(made);

@@ -90,7 +90,7 @@ class Endpoint {
 
   uint32_t magic = kMagic;
   CommShared* const comm;
-  const int rank;
+  int rank;  // set by the creating thread before the handle is returned
   const int local_index;
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
   Matcher matcher;

@@ -67,19 +67,21 @@ bool parse_eager(const char* v, Config* c, std::string* why) {
     *why = std::string("expected a byte count, got '") + v + "'";
     return false;
   }
+  long long unit = 1;
   if (*end == 'k' || *end == 'K') {
-    n *= 1024;
+    unit = 1024;
     ++end;
   } else if (*end == 'm' || *end == 'M') {
-    n *= 1024 * 1024;
+    unit = 1024 * 1024;
     ++end;
   }
-  if (*end != '\0' || n < 0 || n > (1LL << 30)) {
+  // Compare before multiplying: no overflow for any input.
+  if (*end != '\0' || n < 0 || n > (1LL << 30) / unit) {
     *why = std::string("expected a byte count from 0 to 1G (suffix K or M allowed), got '") +
            v + "'";
     return false;
   }
-  c->eager_limit = n;
+  c->eager_limit = n * unit;
   return true;
 }
 

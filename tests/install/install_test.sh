@@ -28,7 +28,9 @@ echo "pkg-config: $flags"
 mpicc -O2 -Wall ring.c $flags -pthread -o ring
 # The rpath from ep.pc must be what finds libep.so (no LD_LIBRARY_PATH).
 unset LD_LIBRARY_PATH
-ldd ./ring | grep -q "$prefix/lib/libep.so" || {
+# (capture first: `ldd | grep -q` can die of SIGPIPE under pipefail)
+ldd_out=$(ldd ./ring)
+grep -qF "$prefix/lib/libep.so" <<<"$ldd_out" || {
   echo "FAIL: ./ring does not resolve libep.so from $prefix/lib:"
   ldd ./ring
   exit 1

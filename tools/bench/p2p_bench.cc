@@ -1,0 +1,653 @@
+// p2p_bench.cc - point-to-point benchmarks of libep against their baselines.
+//
+// Run as `mpiexec -n 2 p2p_bench [--reps N] [--rep-seconds S] [--phases abcd]`.
+// Process 0 prints one markdown table: every libep figure next to its baseline,
+// measured in the same run (repetitions interleaved where the setup allows), the
+// ratio of the medians and the target.
+//
+//   a. 8-byte ping-pong between 2 endpoints of ONE process (2 threads of process 0;
+//      process 1 creates no endpoint and sleeps) vs 2 threads ping-ponging on one
+//      std::atomic word (the hardware limit).                       target <= 3x
+//   b. 8-byte ping-pong between 1 endpoint in each of the 2 processes vs
+//      MPI_Send/MPI_Recv on a dup of MPI_COMM_WORLD, measured (b) after EP_Init with
+//      the libep progress thread idle and (b') before EP_Init.      target <= 1.5x
+//   c. message rate: 2 endpoints per process, endpoint i of process 0 streams 8-byte
+//      messages to endpoint i of process 1 in windows of 64 (Isend x64 + Waitall;
+//      receiver Irecv x64 + Waitall, then a 1-message ack), vs 2 threads per process
+//      doing the same with MPI on their own dup of MPI_COMM_WORLD.  target >= 2x
+//   d. 8-byte ping-pong across the processes on one endpoints communicator while 1000
+//      more (EP_Comm_dup) are alive vs the same communicator alone (measured before
+//      the dups exist); d'' repeats the baseline after the 1000 were freed.
+//                                                                   target <= 1.5x
+//
+// Each repetition runs for a time budget (--rep-seconds) after a warm-up; the peer
+// learns in-band when to stop.  Latencies are one-way (round trip / 2), the mean of
+// one repetition; the table shows the median over the repetitions, the detail table
+// min / median / max.  Uses only the public API (ep/ep.h) and MPI.
+#include <ep/ep.h>
+#include <mpi.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+#define CHECK_EP(call)                                                                    \
+  do {                                                                                    \
+    int rc_ = (call);                                                                     \
+    if (rc_ != EP_SUCCESS) {                                                              \
+      char s_[EP_MAX_ERROR_STRING];                                                       \
+      int n_ = 0;                                                                         \
+      EP_Error_string(rc_, s_, &n_);                                                      \
+      std::fprintf(stderr, "p2p_bench: %s failed: %s (%s:%d)\n", #call, s_, __FILE__,     \
+                   __LINE__);                                                             \
+      std::fflush(stderr);                                                                \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
+    }                                                                                     \
+  } while (0)
+
+#define CHECK_MPI(call)                                                                   \
+  do {                                                                                    \
+    int rc_ = (call);                                                                     \
+    if (rc_ != MPI_SUCCESS) {                                                             \
+      std::fprintf(stderr, "p2p_bench: %s failed with %d (%s:%d)\n", #call, rc_, __FILE__, \
+                   __LINE__);                                                             \
+      std::fflush(stderr);                                                                \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
+    }                                                                                     \
+  } while (0)
+
+constexpr int kTag = 7;
+constexpr int kReadyTag = 8;
+constexpr int kAckTag = 9;
+constexpr int kWindow = 64;
+constexpr int kExtraComms = 1000;
+
+int g_rank = 0;
+MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, results)
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void sleep_us(long us) {
+  struct timespec ts;
+  ts.tv_sec = us / 1000000;
+  ts.tv_nsec = (us % 1000000) * 1000;
+  nanosleep(&ts, nullptr);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// A barrier over both processes that sleeps instead of spinning (MPICH's blocking
+// calls busy-poll and would steal one of the 2 cores from the measured threads).
+void lazy_barrier(long poll_us = 200) {
+  MPI_Request r;
+  CHECK_MPI(MPI_Ibarrier(g_ctl, &r));
+  for (;;) {
+    int flag = 0;
+    CHECK_MPI(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    sleep_us(poll_us);
+  }
+}
+
+std::string loadavg() {
+  char s[128] = {};
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (!std::fgets(s, sizeof s, f)) s[0] = 0;
+    std::fclose(f);
+  }
+  std::string r(s);
+  size_t cut = 0;  // the three averages only
+  for (int k = 0; k < 3 && cut != std::string::npos; ++k) cut = r.find(' ', cut + 1);
+  return r.substr(0, cut);
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A fixed set of worker threads; run(fn) executes fn(i) on worker i and waits.
+class Team {
+ public:
+  explicit Team(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this, i] { loop(i); });
+  }
+  ~Team() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+      ++gen_;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  void run(const std::function<void(int)>& fn) {
+    std::unique_lock<std::mutex> l(mu_);
+    fn_ = &fn;
+    pending_ = static_cast<int>(threads_.size());
+    ++gen_;
+    cv_.notify_all();
+    done_cv_.wait(l, [&] { return pending_ == 0; });
+    fn_ = nullptr;
+  }
+
+ private:
+  void loop(int i) {
+    uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(int)>* fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return gen_ != seen; });
+        seen = gen_;
+        if (stop_) return;
+        fn = fn_;
+      }
+      (*fn)(i);
+      std::lock_guard<std::mutex> l(mu_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int)>* fn_ = nullptr;
+  uint64_t gen_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+// ---- kernels -------------------------------------------------------------------------------
+//
+// Every kernel runs for a time budget: the initiator (ping-pong) or sender (stream)
+// decides when to stop and tells its peer in-band, in the payload of the last
+// message, so both sides always agree on the iteration count.
+
+struct Budget {
+  double seconds = 0.3;  // timed part of one repetition
+  long min_iters = 20;   // timed round trips / windows, at least
+  long max_iters = 1000000;
+  long warm = 50;  // untimed round trips / windows first
+};
+
+struct Measure {
+  double value = 0;  // one-way latency (s) or elapsed time (s); 0 on the passive side
+  long iters = 0;    // timed round trips or windows
+};
+
+// Decides, before round trip / window i, whether it is the last one.
+bool is_last(long i, double t0, const Budget& b) {
+  if (i < b.warm + b.min_iters - 1) return false;
+  return i + 1 >= b.warm + b.max_iters || now_s() - t0 >= b.seconds;
+}
+
+// One ping-pong repetition.  send/recv move one 8-byte message; payload 0 means "last".
+template <class Send, class Recv>
+Measure pingpong(bool first, const Budget& b, Send send, Recv recv) {
+  int64_t msg = 1;
+  if (!first) {
+    for (;;) {
+      recv(&msg);
+      send(&msg);
+      if (msg == 0) return {};
+    }
+  }
+  double t0 = now_s();
+  for (long i = 0;; ++i) {
+    if (i == b.warm) t0 = now_s();
+    const bool last = is_last(i, t0, b);
+    msg = last ? 0 : 1;
+    send(&msg);
+    recv(&msg);
+    if (last) {
+      long timed = i - b.warm + 1;
+      return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
+    }
+  }
+}
+
+Measure ep_pingpong(EP_Comm comm, int peer, bool first, const Budget& b) {
+  return pingpong(
+      first, b, [&](int64_t* m) { CHECK_EP(EP_Send(m, 8, MPI_BYTE, peer, kTag, comm)); },
+      [&](int64_t* m) {
+        CHECK_EP(EP_Recv(m, 8, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE));
+      });
+}
+
+Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, const Budget& b) {
+  return pingpong(
+      first, b, [&](int64_t* m) { CHECK_MPI(MPI_Send(m, 8, MPI_BYTE, peer, kTag, comm)); },
+      [&](int64_t* m) {
+        CHECK_MPI(MPI_Recv(m, 8, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
+      });
+}
+
+struct alignas(64) PaddedAtomic {
+  std::atomic<uint64_t> v{0};
+  std::atomic<bool> stop{false};
+};
+
+// Two threads alternate on one word: thread 0 writes odd values, thread 1 even ones.
+// Call with a fresh word (v == 0, stop == false) each repetition.
+Measure atomic_pingpong(PaddedAtomic& w, int who, const Budget& b) {
+  if (who == 1) {
+    for (uint64_t ping = 1;; ping += 2) {
+      while (w.v.load(std::memory_order_acquire) != ping) cpu_relax();
+      // relaxed: ordered after the acquire above, written before the release of ping.
+      const bool stop = w.stop.load(std::memory_order_relaxed);
+      w.v.store(ping + 1, std::memory_order_release);
+      if (stop) return {};
+    }
+  }
+  double t0 = now_s();
+  for (long i = 0;; ++i) {
+    if (i == b.warm) t0 = now_s();
+    const bool last = is_last(i, t0, b);
+    const uint64_t ping = 2 * static_cast<uint64_t>(i) + 1;
+    if (last) w.stop.store(true, std::memory_order_relaxed);  // published by the release
+    w.v.store(ping, std::memory_order_release);
+    while (w.v.load(std::memory_order_acquire) != ping + 1) cpu_relax();
+    if (last) {
+      long timed = i - b.warm + 1;
+      return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
+    }
+  }
+}
+
+// One stream: windows of kWindow 8-byte messages, each window acknowledged by 1 message.
+// The sender returns its elapsed time over the timed windows.
+template <class Req, class Isend, class Irecv, class Waitall, class Send, class Recv>
+Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall waitall,
+               Send send, Recv recv) {
+  int64_t buf[kWindow];
+  Req req[kWindow];
+  char ack = 0;
+  if (!sender) {
+    send(&ack, kReadyTag);
+    for (;;) {
+      for (int j = 0; j < kWindow; ++j) irecv(&buf[j], &req[j]);
+      waitall(req);
+      send(&ack, kAckTag);
+      if (buf[kWindow - 1] == 0) return {};  // non-overtaking: the window's last message
+    }
+  }
+  recv(&ack, kReadyTag);
+  double t0 = now_s();
+  for (long w = 0;; ++w) {
+    if (w == b.warm) t0 = now_s();
+    const bool last = is_last(w, t0, b);
+    for (int j = 0; j < kWindow; ++j) buf[j] = last ? 0 : 1;
+    for (int j = 0; j < kWindow; ++j) isend(&buf[j], &req[j]);
+    waitall(req);
+    recv(&ack, kAckTag);
+    if (last) return {now_s() - t0, w - b.warm + 1};
+  }
+}
+
+Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
+  return stream<EP_Request>(
+      sender, b,
+      [&](int64_t* m, EP_Request* r) {
+        CHECK_EP(EP_Isend(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      },
+      [&](int64_t* m, EP_Request* r) {
+        CHECK_EP(EP_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      },
+      [&](EP_Request* r) { CHECK_EP(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE)); },
+      [&](char* a, int tag) { CHECK_EP(EP_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
+      [&](char* a, int tag) {
+        CHECK_EP(EP_Recv(a, 1, MPI_CHAR, peer, tag, comm, EP_STATUS_IGNORE));
+      });
+}
+
+Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
+  return stream<MPI_Request>(
+      sender, b,
+      [&](int64_t* m, MPI_Request* r) {
+        CHECK_MPI(MPI_Isend(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      },
+      [&](int64_t* m, MPI_Request* r) {
+        CHECK_MPI(MPI_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      },
+      [&](MPI_Request* r) { CHECK_MPI(MPI_Waitall(kWindow, r, MPI_STATUSES_IGNORE)); },
+      [&](char* a, int tag) { CHECK_MPI(MPI_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
+      [&](char* a, int tag) {
+        CHECK_MPI(MPI_Recv(a, 1, MPI_CHAR, peer, tag, comm, MPI_STATUS_IGNORE));
+      });
+}
+
+// ---- results -------------------------------------------------------------------------------
+
+struct Series {
+  Series(std::string n, bool r) : name(std::move(n)), rate(r) {}
+  std::string name;
+  bool rate;              // messages/s (higher is better), else seconds of latency
+  std::vector<double> v;  // one value per repetition
+  long iters = 0;         // timed round trips / windows, summed over the repetitions
+  void add(double x, long n) {
+    v.push_back(x);
+    iters += n;
+  }
+};
+
+struct Row {
+  std::string id, what;
+  const Series* ep;
+  const Series* base;
+  double target;  // latency: ep/base <= target; rate: ep/base >= target
+};
+
+std::string fmt_value(double x, bool rate) {
+  char s[64];
+  if (rate) {
+    std::snprintf(s, sizeof s, "%.3f M msg/s", x / 1e6);
+  } else {
+    std::snprintf(s, sizeof s, "%.3f us", x * 1e6);
+  }
+  return s;
+}
+
+struct Options {
+  int reps = 7;
+  double rep_seconds = 0.3;
+  std::string phases = "abcd";
+  bool has(char p) const { return phases.find(p) != std::string::npos; }
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  if (g_rank == 0) {
+    std::fprintf(stderr,
+                 "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcd]\n"
+                 "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
+                 "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
+                 "  --phases P       subset of abcd to run (default abcd)\n",
+                 argv0);
+  }
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided != MPI_THREAD_MULTIPLE) {
+    std::fprintf(stderr, "p2p_bench: MPI does not provide MPI_THREAD_MULTIPLE\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size != 2) {
+    if (g_rank == 0) std::fprintf(stderr, "p2p_bench: run with exactly 2 processes\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  Options opt;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      opt.reps = std::atoi(argv[++i]);
+      if (opt.reps < 1) usage(argv[0]);
+    } else if (!std::strcmp(argv[i], "--rep-seconds") && i + 1 < argc) {
+      opt.rep_seconds = std::atof(argv[++i]);
+      if (!(opt.rep_seconds > 0)) usage(argv[0]);
+    } else if (!std::strcmp(argv[i], "--phases") && i + 1 < argc) {
+      opt.phases = argv[++i];
+      if (opt.phases.find_first_not_of("abcd") != std::string::npos) usage(argv[0]);
+    } else {
+      usage(argv[0]);
+    }
+  }
+  const bool p0 = g_rank == 0;
+  const int peer = 1 - g_rank;
+  const double t_start = now_s();
+  const std::string load_start = loadavg();
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &g_ctl));
+  MPI_Comm pp_comm;  // the plain-MPI ping-pong communicator
+  CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &pp_comm));
+
+  Budget lat;  // latency repetitions
+  lat.seconds = opt.rep_seconds;
+  Budget atom = lat;  // the atomic ping-pong is ~100x faster: more warm-up
+  atom.warm = 10000;
+  Budget rate = lat;  // windows
+  rate.min_iters = 5;
+  rate.warm = 5;
+
+  Series a_ep("libep, 2 endpoints of 1 process", false),
+      a_base("std::atomic, 2 threads of 1 process", false);
+  Series b_ep("libep, 1 endpoint per process", false),
+      b_base("MPI_Send/Recv after EP_Init, progress thread idle", false),
+      b_pre("MPI_Send/Recv before EP_Init", false);
+  Series c_ep("libep, 2 endpoints per process", true),
+      c_base("MPI_THREAD_MULTIPLE, 2 threads per process", true);
+  Series d_ep("libep, base comm + 1000 dups alive", false),
+      d_ep_last("libep, newest of 1001 comms", false),
+      d_base("libep, 1 comm alive (before the dups)", false),
+      d_after("libep, 1 comm alive (after the dups were freed)", false);
+  double d_create_s = 0, d_free_s = 0;
+  const int reps = opt.reps + 1;  // repetition 0 is a warm-up and is not recorded
+
+  // ---- b': plain MPI before EP_Init -------------------------------------------------------
+  if (opt.has('b')) {
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = mpi_pingpong(pp_comm, peer, p0, lat);
+      if (r > 0) b_pre.add(m.value, m.iters);
+    }
+  }
+
+  CHECK_EP(EP_Init());
+
+  // ---- a: 2 endpoints of process 0; process 1 sleeps ---------------------------------------
+  if (opt.has('a')) {
+    EP_Comm comms[2] = {EP_COMM_NULL, EP_COMM_NULL};
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, p0 ? 2 : 0, MPI_INFO_NULL, comms));
+    if (p0) {
+      Team team(2);
+      Measure m[2];
+      for (int r = 0; r < reps; ++r) {
+        PaddedAtomic word;
+        team.run([&](int i) { m[i] = atomic_pingpong(word, i, atom); });
+        if (r > 0) a_base.add(m[0].value, m[0].iters);
+        team.run([&](int i) { m[i] = ep_pingpong(comms[i], 1 - i, i == 0, lat); });
+        if (r > 0) a_ep.add(m[0].value, m[0].iters);
+      }
+      CHECK_EP(EP_Comm_free(&comms[0]));
+      CHECK_EP(EP_Comm_free(&comms[1]));
+    }
+    lazy_barrier(1000);
+  }
+
+  // ---- b: 1 endpoint per process vs plain MPI after EP_Init --------------------------------
+  if (opt.has('b')) {
+    EP_Comm comm;
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
+    for (int r = 0; r < reps; ++r) {
+      sleep_us(20000);  // let the progress thread back off into its idle sleep
+      lazy_barrier();
+      Measure m = mpi_pingpong(pp_comm, peer, p0, lat);
+      if (r > 0) b_base.add(m.value, m.iters);
+      lazy_barrier();
+      m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) b_ep.add(m.value, m.iters);
+    }
+    CHECK_EP(EP_Comm_free(&comm));
+  }
+
+  // ---- c: message rate, 2 streams -----------------------------------------------------------
+  if (opt.has('c')) {
+    EP_Comm comms[2];
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 2, MPI_INFO_NULL, comms));
+    MPI_Comm mcomm[2];
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &mcomm[0]));
+    CHECK_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &mcomm[1]));
+    Team team(2);
+    Measure m[2];
+    // Aggregated rate: the sum of the two streams' rates (they run concurrently).
+    auto agg = [&] {
+      double x = 0;
+      for (const Measure& s : m) x += static_cast<double>(s.iters) * kWindow / s.value;
+      return x;
+    };
+    for (int r = 0; r < reps; ++r) {
+      // Endpoint ranks: process 0 has 0 and 1, process 1 has 2 and 3.
+      lazy_barrier();
+      team.run([&](int i) { m[i] = ep_stream(comms[i], p0 ? 2 + i : i, p0, rate); });
+      if (r > 0 && p0) c_ep.add(agg(), m[0].iters + m[1].iters);
+      lazy_barrier();
+      team.run([&](int i) { m[i] = mpi_stream(mcomm[i], peer, p0, rate); });
+      if (r > 0 && p0) c_base.add(agg(), m[0].iters + m[1].iters);
+    }
+    CHECK_MPI(MPI_Comm_free(&mcomm[0]));
+    CHECK_MPI(MPI_Comm_free(&mcomm[1]));
+    CHECK_EP(EP_Comm_free(&comms[0]));
+    CHECK_EP(EP_Comm_free(&comms[1]));
+  }
+
+  // ---- d: ping-pong with 1000 other communicators alive -------------------------------------
+  if (opt.has('d')) {
+    EP_Comm comm;
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) d_base.add(m.value, m.iters);
+    }
+    std::vector<EP_Comm> extra(kExtraComms);
+    lazy_barrier();
+    double t0 = now_s();
+    for (auto& c : extra) CHECK_EP(EP_Comm_dup(comm, &c));
+    d_create_s = now_s() - t0;
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) d_ep.add(m.value, m.iters);
+      lazy_barrier();
+      m = ep_pingpong(extra.back(), peer, p0, lat);
+      if (r > 0) d_ep_last.add(m.value, m.iters);
+    }
+    lazy_barrier();
+    t0 = now_s();
+    for (auto& c : extra) CHECK_EP(EP_Comm_free(&c));
+    d_free_s = now_s() - t0;
+    sleep_us(20000);  // the progress thread retires the freed communicators
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) d_after.add(m.value, m.iters);
+    }
+    CHECK_EP(EP_Comm_free(&comm));
+  }
+
+  const double total_s = now_s() - t_start;
+  CHECK_EP(EP_Finalize());
+
+  if (p0) {
+    char date[64];
+    time_t tt = time(nullptr);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&tt));
+    cpu_set_t cs;
+    CPU_ZERO(&cs);
+    sched_getaffinity(0, sizeof cs, &cs);
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int liblen = 0;
+    MPI_Get_library_version(lib, &liblen);
+    std::string libline(lib, static_cast<size_t>(liblen));
+    libline = libline.substr(0, libline.find('\n'));
+    for (char& ch : libline) {
+      if (ch == '\t') ch = ' ';
+    }
+    std::string cmd;
+    for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
+    auto env = [](const char* n) {
+      const char* v = std::getenv(n);
+      return std::string(n) + "=" + (v ? v : "(unset)");
+    };
+    std::printf("# libep p2p_bench\n\n");
+    std::printf("- command: `mpiexec -n %d %s`\n", size, cmd.c_str());
+    std::printf("- date: %s\n", date);
+    std::printf("- nproc: %d (online CPUs: %ld)\n", CPU_COUNT(&cs), sysconf(_SC_NPROCESSORS_ONLN));
+    std::printf("- MPI: %s\n", libline.c_str());
+    std::printf("- env: %s %s %s\n", env("EP_PROGRESS_POLICY").c_str(),
+                env("EP_PROGRESS_CPUS").c_str(), env("EP_EAGER_LIMIT").c_str());
+    std::printf("- load average at start: %s, at end: %s (other load on the machine distorts "
+                "the figures)\n",
+                load_start.c_str(), loadavg().c_str());
+    std::printf("- %d timed repetitions per figure (+1 warm-up), each ~%.2f s; medians over "
+                "the repetitions; latencies are one-way (round trip / 2)\n",
+                opt.reps, opt.rep_seconds);
+    if (opt.has('d')) {
+      std::printf("- d: %d x EP_Comm_dup took %.3f s, freeing them %.3f s\n", kExtraComms,
+                  d_create_s, d_free_s);
+    }
+    std::printf("- total time: %.1f s\n\n", total_s);
+
+    std::vector<Row> rows;
+    if (opt.has('a')) rows.push_back({"a", "8 B ping-pong, 2 endpoints of one process", &a_ep, &a_base, 3.0});
+    if (opt.has('b')) {
+      rows.push_back({"b", "8 B ping-pong, 1 endpoint in each of 2 processes", &b_ep, &b_base, 1.5});
+      rows.push_back({"b'", "same, baseline measured before EP_Init", &b_ep, &b_pre, 1.5});
+    }
+    if (opt.has('c')) rows.push_back({"c", "8 B message rate, 2 streams, windows of 64", &c_ep, &c_base, 2.0});
+    if (opt.has('d')) {
+      rows.push_back({"d", "8 B ping-pong, 1000 other comms alive", &d_ep, &d_base, 1.5});
+      rows.push_back({"d'", "same, on the newest of the 1001 comms", &d_ep_last, &d_base, 1.5});
+      rows.push_back({"d''", "1 comm alive again, after freeing the 1000", &d_after, &d_base, 1.5});
+    }
+    std::printf("| | measurement | libep | baseline | ratio | target | met |\n");
+    std::printf("|---|---|---:|---|---:|---|---|\n");
+    for (const Row& r : rows) {
+      const bool higher_better = r.ep->rate;
+      double e = median(r.ep->v), b = median(r.base->v);
+      double ratio = b > 0 ? e / b : 0;
+      bool met = higher_better ? ratio >= r.target : ratio <= r.target;
+      std::printf("| %s | %s | %s | %s: %s | %.2fx | %s %.1fx | %s |\n", r.id.c_str(),
+                  r.what.c_str(), fmt_value(e, higher_better).c_str(), r.base->name.c_str(),
+                  fmt_value(b, higher_better).c_str(), ratio, higher_better ? ">=" : "<=",
+                  r.target, met ? "yes" : "NO");
+    }
+    std::printf("\nDetail (over the timed repetitions):\n\n");
+    std::printf("| series | min | median | max | timed round trips / windows |\n");
+    std::printf("|---|---:|---:|---:|---:|\n");
+    const Series* all[] = {&a_ep, &a_base, &b_ep, &b_base, &b_pre, &c_ep,
+                           &c_base, &d_ep, &d_ep_last, &d_base, &d_after};
+    for (const Series* s : all) {
+      if (s->v.empty()) continue;
+      auto mm = std::minmax_element(s->v.begin(), s->v.end());
+      std::printf("| %s | %s | %s | %s | %ld |\n", s->name.c_str(),
+                  fmt_value(*mm.first, s->rate).c_str(), fmt_value(median(s->v), s->rate).c_str(),
+                  fmt_value(*mm.second, s->rate).c_str(), s->iters);
+    }
+    std::fflush(stdout);
+  }
+  CHECK_MPI(MPI_Comm_free(&pp_comm));
+  CHECK_MPI(MPI_Comm_free(&g_ctl));
+  MPI_Finalize();
+  return 0;
+}
