@@ -323,7 +323,7 @@ int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Sta
     if (requests[i] == EP_REQUEST_NULL) continue;
     all_null = false;
     Request* r = req_of(requests[i]);
-    if (!ep::runtime::request_done(r)) continue;
+    if (!ep::runtime::request_test(r)) continue;
     *index = i;
     *flag = 1;
     EP_Errhandler eh = r->errhandler;
@@ -348,7 +348,7 @@ int testsome_impl(int incount, EP_Request requests[], int* outcount, int indices
   for (int i = 0; i < incount; ++i) {
     if (requests[i] == EP_REQUEST_NULL) continue;
     all_null = false;
-    if (!ep::runtime::request_done(req_of(requests[i]))) continue;
+    if (!ep::runtime::request_test(req_of(requests[i]))) continue;
     EP_Status st;
     any_error |= finish(&requests[i], &st) != EP_SUCCESS;
     if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
@@ -854,7 +854,7 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
     return EP_SUCCESS;
   }
   Request* r = req_of(*request);
-  *flag = ep::runtime::request_done(r);
+  *flag = ep::runtime::request_test(r);
   if (!*flag) return EP_SUCCESS;
   EP_Errhandler eh = r->errhandler;
   return handle(eh, finish(request, status));
@@ -871,7 +871,7 @@ int EP_Testall(int count, EP_Request requests[], int* flag, EP_Status statuses[]
   if (err != EP_SUCCESS) return err;
   if (flag == nullptr) return fail(EP_ERR_ARG, call, "flag is NULL");
   for (int i = 0; i < count; ++i) {
-    if (requests[i] != EP_REQUEST_NULL && !ep::runtime::request_done(req_of(requests[i]))) {
+    if (requests[i] != EP_REQUEST_NULL && !ep::runtime::request_test(req_of(requests[i]))) {
       *flag = 0;
       return EP_SUCCESS;
     }

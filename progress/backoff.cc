@@ -27,15 +27,16 @@ void futex_wake_all(std::atomic<uint32_t>& word) {
           nullptr, 0);
 }
 
-bool Backoff::sleeping_phase() const {
-  return policy_ == Policy::kAdaptive && rounds_ >= kYieldRounds;
+int64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 int64_t Backoff::pause() {
-  uint32_t r = rounds_ < UINT32_MAX ? rounds_++ : rounds_;
   switch (policy_) {
     case Policy::kSpin:
-      for (int i = 0; i < 16; ++i) cpu_relax();
+      for (int i = 0; i < 8; ++i) cpu_relax();
       return 0;
     case Policy::kYield:
       sched_yield();
@@ -43,16 +44,19 @@ int64_t Backoff::pause() {
     case Policy::kAdaptive:
       break;
   }
-  if (r < kSpinRounds) {
-    for (int i = 0; i < 32; ++i) cpu_relax();
+  int64_t now = now_ns();
+  if (start_ns_ == 0) start_ns_ = now;
+  int64_t waited = now - start_ns_;
+  if (waited < kSpinNs) {
+    for (int i = 0; i < 8; ++i) cpu_relax();
     return 0;
   }
-  if (r < kYieldRounds) {
+  if (waited < kYieldNs) {
     sched_yield();
     return 0;
   }
-  int64_t ns = kMinSleepNs << ((r - kYieldRounds) < 6 ? (r - kYieldRounds) : 6);
-  return ns < kMaxSleepNs ? ns : kMaxSleepNs;
+  int64_t ns = waited / 8;
+  return ns < kMinSleepNs ? kMinSleepNs : (ns > kMaxSleepNs ? kMaxSleepNs : ns);
 }
 
 }  // namespace ep::progress

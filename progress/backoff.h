@@ -36,6 +36,10 @@ inline void cpu_relax() {
 }
 
 // One waiting episode.  Call pause() each time the awaited condition was false.
+// The phases are measured in time, not rounds (a `pause` instruction costs from 10
+// to 140 cycles depending on the CPU).
+int64_t now_ns();
+
 class Backoff {
  public:
   explicit Backoff(Policy policy) : policy_(policy) {}
@@ -43,20 +47,24 @@ class Backoff {
   // Returns the nanoseconds the caller may sleep now (0: do not sleep, it already
   // spun or yielded).  Callers that can sleep on a futex pass that as the timeout.
   int64_t pause();
-  void reset() { rounds_ = 0; }
-  bool sleeping_phase() const;
+  void reset() { start_ns_ = 0; }
+  // True before the episode started or while it is in its spin phase.
+  bool spinning() const { return start_ns_ == 0 || now_ns() - start_ns_ < kSpinNs; }
 
-  // Tunables, chosen for a 2-core machine (see README): ~20 us of spinning, then
-  // ~200 yields, then sleeps from 20 us growing to kMaxSleepNs.
-  static constexpr uint32_t kSpinRounds = 256;
-  static constexpr uint32_t kYieldRounds = 256 + 200;
+  // Tunables, chosen for a 2-core machine (see README): spin for kSpinNs, then yield
+  // until kYieldNs, then sleep for an eighth of the time waited so far, between
+  // kMinSleepNs and kMaxSleepNs.
+  static constexpr int64_t kSpinNs = 20'000;
+  static constexpr int64_t kYieldNs = 200'000;
   static constexpr int64_t kMinSleepNs = 20'000;
   static constexpr int64_t kMaxSleepNs = 1'000'000;
 
  private:
   Policy policy_;
-  uint32_t rounds_ = 0;
+  int64_t start_ns_ = 0;  // 0: the episode has not started
 };
+
+int64_t now_ns();
 
 }  // namespace ep::progress
 

@@ -56,25 +56,52 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
 void Engine::stop() {
   if (!thread_.joinable()) return;
   stopping_.store(true, std::memory_order_release);  // pairs with acquire in run()
-  wake_word_.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(wake_word_);
+  wake();
   thread_.join();
   MPI_Comm_free(&packet_comm_);
   MPI_Comm_free(&data_comm_);
 }
 
-void Engine::submit(Producer* producer, const Command& command) {
-  if (producer != nullptr) {
-    queue_.enqueue(*producer, command);
-  } else {
-    queue_.enqueue(command);
-  }
+void Engine::submit(const Command& command, bool self_progress) {
+  Node* n = new Node;
+  n->command = command;
+  queue_.push(n);
+  queued_.fetch_add(1, std::memory_order_relaxed);  // ordered by the fence below
+  if (self_progress) try_progress();
   // seq_cst fence: pairs with the fence in idle(); see "Memory ordering" in engine.h.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_relaxed) != 0) {
-    wake_word_.fetch_add(1, std::memory_order_relaxed);
-    futex_wake_all(wake_word_);
+  if (sleeping_.load(std::memory_order_relaxed) != 0 &&
+      queued_.load(std::memory_order_relaxed) > 0 &&
+      helpers_.load(std::memory_order_relaxed) == 0) {
+    wake();
   }
+}
+
+void Engine::wake() {
+  wake_word_.fetch_add(1, std::memory_order_relaxed);  // futex word: value change only
+  futex_wake_all(wake_word_);
+}
+
+bool Engine::try_progress() {
+  uint32_t expected = 0;
+  // acquire: pairs with the release store that ended the previous pass.
+  if (baton_.load(std::memory_order_relaxed) != 0 ||
+      !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+    return false;
+  }
+  bool work = pass();
+  baton_.store(0, std::memory_order_release);  // pairs with the acquire above
+  return work;
+}
+
+bool Engine::pass() {
+  baton_owner_ = std::this_thread::get_id();
+  bool work = drain_commands();
+  work |= poll_packets();
+  work |= test_active();
+  baton_owner_ = std::thread::id();
+  return work;
 }
 
 void Engine::track(MPI_Request req, Completion* done, void* free_buf) {
@@ -113,11 +140,18 @@ void Engine::execute(const Command& c) {
 }
 
 bool Engine::drain_commands() {
-  Command batch[32];
-  size_t n = queue_.try_dequeue_bulk(batch, 32);
-  for (size_t i = 0; i < n; ++i) execute(batch[i]);
+  int n = 0;
+  for (; n < 64; ++n) {
+    MpscNode* m = queue_.pop();
+    if (m == nullptr) break;
+    Node* node = static_cast<Node*>(m);
+    execute(node->command);
+    delete node;
+  }
+  if (n == 0) return false;
+  queued_.fetch_sub(n, std::memory_order_relaxed);  // relaxed: a sleep hint only
   stats_.commands.fetch_add(n, std::memory_order_relaxed);  // relaxed: statistics
-  return n != 0;
+  return true;
 }
 
 bool Engine::poll_packets() {
@@ -168,10 +202,10 @@ bool Engine::test_active() {
   return true;
 }
 
-void Engine::idle(Backoff& backoff) {
-  int64_t ns = backoff.pause();
+void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
+  int64_t ns = baton_busy ? 100'000 : backoff.pause();
   if (ns == 0) return;
-  if (!requests_.empty()) {  // outstanding MPI transfers need MPI progress calls
+  if (active_requests && !baton_busy) {  // outstanding transfers need MPI progress calls
     sched_yield();
     return;
   }
@@ -179,7 +213,8 @@ void Engine::idle(Backoff& backoff) {
   sleeping_.store(1, std::memory_order_relaxed);
   // seq_cst fence: pairs with the fence in submit().
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (queue_.size_approx() == 0 && !stopping_.load(std::memory_order_acquire)) {
+  if ((baton_busy || queued_.load(std::memory_order_relaxed) == 0) &&
+      !stopping_.load(std::memory_order_acquire)) {
     stats_.sleeps.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
     futex_wait(wake_word_, seen, ns);
   }
@@ -190,20 +225,28 @@ void Engine::run() {
   Backoff backoff(policy_);
   for (;;) {
     stats_.loops.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-    bool work = drain_commands();
-    work |= poll_packets();
-    work |= test_active();
+    uint32_t expected = 0;
+    // acquire: pairs with the release that ended the previous pass (ours or a helper's).
+    if (helpers_.load(std::memory_order_relaxed) > 0 ||
+        now_ns() - last_help_ns_.load(std::memory_order_relaxed) < kHelperGraceNs ||
+        !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                        std::memory_order_relaxed)) {
+      // A waiting endpoint thread is progressing: let it have the core.
+      idle(backoff, false, true);
+      continue;
+    }
+    bool work = pass();
+    bool active = !requests_.empty();
+    bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
+    baton_.store(0, std::memory_order_release);  // pairs with the acquire above
     if (work) {
       backoff.reset();
       continue;
     }
     // acquire: pairs with the release in stop(); everything submitted before stop()
     // is visible, so an empty queue here means nothing is left to start.
-    if (stopping_.load(std::memory_order_acquire) && requests_.empty() &&
-        queue_.size_approx() == 0) {
-      break;
-    }
-    idle(backoff);
+    if (stopping_.load(std::memory_order_acquire) && drained) break;
+    idle(backoff, active, false);
   }
 }
 

@@ -1,12 +1,20 @@
 // engine.h - the progress engine: one thread per MPI process that owns MPI traffic.
 //
-// What it is: `Engine` runs the thread named "ep-progress".  It is the only thread
-// that calls MPI for point-to-point traffic: MPI_Improbe/MPI_Mrecv of incoming
-// packets, MPI_Isend/MPI_Issend/MPI_Irecv of submitted commands, and MPI_Testsome of
-// everything outstanding (asserted in debug builds).  Endpoint threads never call
-// MPI on the point-to-point path; they submit `Command`s through a lock-free MPSC
-// queue (moodycamel::ConcurrentQueue) and learn of completion through `Completion`
-// callbacks, which run on the progress thread.
+// What it is: `Engine` runs the thread named "ep-progress" and owns all MPI traffic
+// of point-to-point: MPI_Improbe/MPI_Mrecv of incoming packets, MPI_Isend/MPI_Issend/
+// MPI_Irecv of submitted commands, and MPI_Testsome of everything outstanding.
+// Endpoint threads never call MPI themselves; they submit `Command`s through a
+// lock-free MPSC queue and learn of completion through `Completion` callbacks.
+//
+// The progress baton.  One progress pass (drain commands, probe packets, test
+// requests) runs at a time, by whoever holds `baton_`: normally the progress thread.
+// A thread blocked on a transfer with another process (EP_Wait on it, EP_Probe) may
+// take the baton with try_progress() and run passes itself: the engine's state moves
+// with the baton, so it is still one serial owner of every MPI call, but a waiting
+// thread does not need two thread hand-offs per message.  While the baton is taken the
+// progress thread sleeps; it takes over again as soon as nobody else progresses, so
+// progress stays asynchronous.  Completion and PacketSink callbacks therefore run on
+// whichever thread holds the baton.
 //
 // Two MPI communicators, both duplicates of MPI_COMM_WORLD made by start():
 //   packet comm: every packet (header + eager payload, or a rendezvous header), tag 0,
@@ -17,29 +25,30 @@
 // Progress cost is independent of the number of endpoints communicators: the engine
 // knows none of them (the sink resolves the header).
 //
-// Ordering: commands from one `Producer` are executed in submission order, and
-// packets to one peer go out on one communicator with one tag, so MPI's
+// Ordering: commands are executed in the order of their submit() calls (a single FIFO),
+// so one endpoint's commands keep their order even when its handle moves between
+// threads; packets to one peer go out on one communicator with one tag, so MPI's
 // non-overtaking rule keeps them in order; incoming packets reach the sink in MPI
-// arrival order.  Commands submitted without a producer have no mutual order.
+// arrival order.
 //
 // Lifetime: start() once (collective over MPI_COMM_WORLD, from any one thread of
 // each process), stop() once (waits until every submitted command completed).
 //
-// Threading: submit() and make_producer() are thread-safe; a Producer is used by one
-// thread at a time.  Completion::on_complete and PacketSink::on_packet run on the
-// progress thread and must not block.
+// Threading: submit() and try_progress() are thread-safe.  Completion::on_complete and
+// PacketSink::on_packet run on the baton holder and must not block.
 //
-// Memory ordering: submit() enqueues (release inside the queue) and then a seq_cst
-// fence orders it before reading `sleeping_`; the progress thread stores `sleeping_`,
-// fences seq_cst and re-checks the queue before sleeping - so either the thread sees
-// the command or the submitter sees `sleeping_` and wakes it (Dekker pairing).
+// Memory ordering: the baton is taken with an acquire exchange and released with a
+// release store, so each pass sees every earlier pass's engine state.  submit()
+// pushes, bumps `queued_` and then a seq_cst fence orders that before reading
+// `sleeping_`; the progress thread stores `sleeping_`, fences seq_cst and re-reads
+// `queued_` before sleeping - so either it sees the command or the submitter sees
+// `sleeping_` and wakes it (Dekker pairing).
 #ifndef EP_PROGRESS_ENGINE_H_
 #define EP_PROGRESS_ENGINE_H_
 
 #include <mpi.h>
 
 #include <atomic>
-#include <concurrentqueue/concurrentqueue.h>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -48,6 +57,7 @@
 #include <vector>
 
 #include "progress/backoff.h"
+#include "progress/mpsc_queue.h"
 
 namespace ep::progress {
 
@@ -103,7 +113,6 @@ struct Stats {
 
 class Engine {
  public:
-  using Producer = moodycamel::ProducerToken;
   static constexpr size_t kHeadroom = 128;
   static constexpr int kDataTagMask = (1 << 27) - 1;
 
@@ -118,9 +127,28 @@ class Engine {
   // Completes every submitted command, then joins the thread and frees the comms.
   void stop();
 
-  std::unique_ptr<Producer> make_producer() { return std::make_unique<Producer>(queue_); }
-  // Thread-safe; never blocks.  `producer` may be nullptr (no order promised).
-  void submit(Producer* producer, const Command& command);
+  // Thread-safe; never blocks.  Allocates one queue node.  With `self_progress` the
+  // caller first tries to run the command itself (one pass, if the baton is free);
+  // the progress thread is woken only if work is left and no helper will do it.
+  void submit(const Command& command, bool self_progress = false);
+  // Runs one progress pass if no other thread holds the baton.  Returns true if this
+  // call made progress.  Thread-safe.
+  bool try_progress();
+  // Wakes the progress thread if it sleeps (a waiter stops progressing itself).
+  void wake();
+  // A thread announces that it will drive progress while it waits (helper_enter)
+  // and that it stopped (helper_leave); meanwhile the progress thread stands aside
+  // instead of competing for the baton and the cores.
+  // The progress thread resumes kHelperGraceNs after the last helper left (at most
+  // one sleep of 100 us later), or at once if a helper leaves with `wake_now` (it
+  // stops helping to sleep, so nobody else would progress).
+  void helper_enter() { helpers_.fetch_add(1, std::memory_order_relaxed); }
+  void helper_leave(bool wake_now) {
+    // relaxed: helpers_ and last_help_ns_ are scheduling hints, not synchronization.
+    last_help_ns_.store(now_ns(), std::memory_order_relaxed);
+    if (helpers_.fetch_sub(1, std::memory_order_relaxed) == 1 && wake_now) wake();
+  }
+  static constexpr int64_t kHelperGraceNs = 50'000;
   // A fresh tag for a rendezvous payload to any peer.  Thread-safe.
   int next_data_tag() {
     // relaxed: only uniqueness matters, the tag travels in the packet itself.
@@ -130,6 +158,7 @@ class Engine {
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
   bool on_progress_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  bool holds_baton() const { return baton_owner_ == std::this_thread::get_id(); }
   const Stats& stats() const { return stats_; }
   pthread_t native_handle() { return thread_.native_handle(); }
 
@@ -138,15 +167,20 @@ class Engine {
     Completion* done;
     void* free_buf;  // freed on completion when done == nullptr
   };
+  struct Node : MpscNode {
+    Command command;
+  };
   void run();
+  bool pass();  // requires the baton
   bool drain_commands();
   bool poll_packets();
   bool test_active();
   void execute(const Command& c);
   void track(MPI_Request req, Completion* done, void* free_buf);
-  void idle(Backoff& backoff);
+  void idle(Backoff& backoff, bool active_requests, bool baton_busy);
 
-  moodycamel::ConcurrentQueue<Command> queue_;
+  MpscQueue queue_;  // consumer: the baton holder
+  std::atomic<int64_t> queued_{0};  // commands pushed and not yet executed
   PacketSink* sink_ = nullptr;
   MPI_Comm packet_comm_ = MPI_COMM_NULL;
   MPI_Comm data_comm_ = MPI_COMM_NULL;
@@ -157,7 +191,11 @@ class Engine {
   std::atomic<uint32_t> sleeping_{0};  // seq_cst, see "Memory ordering" above
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
   std::atomic<uint32_t> data_tag_{0};
-  // Owned by the progress thread:
+  std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
+  std::atomic<int> helpers_{0};     // threads progressing while they wait (a hint)
+  std::atomic<int64_t> last_help_ns_{0};  // when a helper last left (a hint)
+  std::thread::id baton_owner_;     // written under the baton (debug checks)
+  // Owned by the baton holder:
   std::vector<MPI_Request> requests_;
   std::vector<Active> active_;
   std::vector<int> indices_;

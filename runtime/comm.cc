@@ -27,9 +27,7 @@ void* CommShared::local_once(const std::function<void*()>& fn) {
 }
 
 Endpoint::Endpoint(CommShared* c, int r, int li)
-    : comm(c), rank(r), local_index(li), matcher(&deliver, &materialize) {
-  producer = runtime()->engine.make_producer();
-}
+    : comm(c), rank(r), local_index(li), matcher(&deliver, &materialize) {}
 
 moodycamel::ProducerToken& Endpoint::token_for(Endpoint* dest) {
   size_t i = static_cast<size_t>(dest->local_index);
@@ -129,6 +127,7 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids,
   c->addr = std::move(addr);
   c->ids = std::move(ids);
   c->proc_comm = proc_comm;
+  for (int r = 0; r < c->size; ++r) c->multi_process |= c->addr[r].proc != rt->world_rank;
   for (int r = 0; r < c->size; ++r) {
     if (c->addr[r].proc == rt->world_rank) c->local[c->addr[r].local]->rank = r;
   }
@@ -152,7 +151,7 @@ void retire(void* arg) {
       again.kind = progress::Command::kRun;
       again.fn = &retire;
       again.arg = c;
-      rt->engine.submit(nullptr, again);
+      rt->engine.submit(again);
       return;
     }
   }
@@ -241,7 +240,7 @@ void comm_free(Endpoint* ep) {
   cmd.kind = progress::Command::kRun;
   cmd.fn = &retire;
   cmd.arg = c;
-  rt->engine.submit(nullptr, cmd);
+  rt->engine.submit(cmd);
 }
 
 int comm_compare(Endpoint* a, Endpoint* b) {

@@ -70,6 +70,7 @@ class CommShared {
   MPI_Comm proc_comm = MPI_COMM_NULL;
   std::atomic<int> live_handles{0};
   int tag_ub = 0;
+  bool multi_process = false;  // some rank lives in another process
 
   // All local endpoints call this in the same order; the last to arrive runs `fn`
   // and every caller returns its result.
@@ -95,9 +96,8 @@ class Endpoint {
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
   Matcher matcher;
   std::atomic<int> busy{0};
-  // Token for this endpoint's commands to the progress engine (sends to other
-  // processes keep their order), and one token per local destination inbox.
-  std::unique_ptr<progress::Engine::Producer> producer;
+  // One token per local destination inbox (this endpoint's messages to one
+  // destination keep their order: moodycamel is FIFO per producer token).
   std::vector<std::unique_ptr<moodycamel::ProducerToken>> local_tokens;
   // The progress thread's token for this endpoint's inbox (only it touches this).
   std::unique_ptr<moodycamel::ProducerToken> progress_token;

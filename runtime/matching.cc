@@ -38,6 +38,21 @@ void Matcher::run_rounds(uint32_t seen) {
   }
 }
 
+void Matcher::post(MatchOp* op) {
+  uint32_t expected = 0;
+  // No active matcher: become it and handle the op in place (after anything queued
+  // earlier), sparing the queue.  acquire: pairs with the previous matcher's release.
+  if (work_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                    std::memory_order_relaxed)) {
+    process_all();
+    handle(op);
+    run_rounds(1);
+    return;
+  }
+  posts_.push(op);
+  kick();
+}
+
 bool Matcher::try_deliver_direct(Envelope* e) {
   uint32_t expected = 0;
   // acquire: pairs with the release CAS of the previous matcher.

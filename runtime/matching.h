@@ -106,10 +106,7 @@ class Matcher {
   }
   // Enqueue a receive/probe/cancel and kick.  Probes and cancels are complete when
   // op->done reads 1 (acquire).
-  void post(MatchOp* op) {
-    posts_.push(op);
-    kick();
-  }
+  void post(MatchOp* op);
   // If no matcher is active, become it and match `e` in place (e may live on the
   // caller's stack: it is materialized if it has to wait).  Returns false, doing
   // nothing, if another matcher is active.

@@ -99,12 +99,12 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   if (!rendezvous) {
     pack(buf, count, type, ti, packet + sizeof(WireHeader));
     rt->counters.remote_eager.fetch_add(1, std::memory_order_relaxed);  // statistics
-    rt->engine.submit(ep->producer.get(), c);
+    rt->engine.submit(c, /*self_progress=*/true);  // send it now if nobody else progresses
     if (r != nullptr) request_complete(r);
     return;
   }
   rt->counters.remote_rndv.fetch_add(1, std::memory_order_relaxed);  // statistics
-  rt->engine.submit(ep->producer.get(), c);
+  rt->engine.submit(c);
   progress::Command d;
   d.kind = progress::Command::kSendData;
   d.sync = sync;
@@ -114,7 +114,8 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   d.count = count;
   d.type = type;
   d.done = r;
-  rt->engine.submit(ep->producer.get(), d);
+  r->needs_engine = true;
+  rt->engine.submit(d, /*self_progress=*/true);
 }
 
 }  // namespace
@@ -198,6 +199,8 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
     return r;
   }
   r->owner = ep;
+  r->needs_engine = ep->comm->multi_process &&
+                    (source == EP_ANY_SOURCE || ep->comm->addr[source].proc != runtime()->world_rank);
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
@@ -206,6 +209,7 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
 }
 
 bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env) {
+  if (ep->comm->multi_process) runtime()->engine.try_progress();  // fetch what MPI holds
   MatchOp op;
   op.kind = env != nullptr ? MatchOp::kMprobe : MatchOp::kProbe;
   op.source = source;
@@ -227,6 +231,7 @@ Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
   r->count = count;
   r->type = type;
   r->ti = ti;
+  r->needs_engine = env->kind == Envelope::kRemoteRndv;
   deliver(r, env);
   return r;
 }
@@ -288,7 +293,7 @@ void deliver(Request* r, Envelope* e) {
         c.type = r->type;
       }
       std::free(e->block);
-      runtime()->engine.submit(nullptr, c);
+      runtime()->engine.submit(c);
       return;
     }
   }

@@ -3,15 +3,36 @@
 #include <time.h>
 
 #include <cstdlib>
+#include <new>
 #include <cstring>
 
 #include "runtime/bsend.h"
 #include "runtime/error.h"
+#include "runtime/runtime.h"
 
 namespace ep::runtime {
 
+namespace {
+// A small per-thread cache of Request objects: receives and sends allocate one each.
+struct RequestCache {
+  Request* items[64];
+  int n = 0;
+  ~RequestCache() {
+    for (int i = 0; i < n; ++i) delete items[i];
+  }
+};
+thread_local RequestCache t_requests;
+}  // namespace
+
 Request* request_new(RequestKind kind, int refs) {
-  Request* r = new Request;
+  Request* r;
+  if (t_requests.n > 0) {
+    r = t_requests.items[--t_requests.n];
+    r->~Request();
+    new (r) Request;
+  } else {
+    r = new Request;
+  }
   r->kind = kind;
   r->refs.store(refs, std::memory_order_relaxed);  // relaxed: not yet shared
   r->status.EP_SOURCE = EP_ANY_SOURCE;
@@ -24,7 +45,11 @@ void request_unref(Request* r) {
   // acq_rel: the last release sees every other holder's writes before deleting.
   if (r->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::free(r->drain_buf);
-    delete r;
+    if (t_requests.n < 64) {
+      t_requests.items[t_requests.n++] = r;
+    } else {
+      delete r;
+    }
   }
 }
 
@@ -36,13 +61,40 @@ void request_complete(Request* r) {
   request_unref(r);
 }
 
+bool request_test(Request* r) {
+  if (request_done(r)) return true;
+  if (r->needs_engine && runtime()->engine.try_progress()) return request_done(r);
+  return false;
+}
+
 void request_wait(Request* r, progress::Policy policy) {
   progress::Backoff b(policy);
+  progress::Engine& engine = runtime()->engine;
+  // While we help, the progress thread stands aside (see Engine::helper_enter).
+  bool helping = r->needs_engine;
+  if (helping) engine.helper_enter();
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
-    if (s == Request::kComplete) return;
+    if (s == Request::kComplete) {
+      if (helping) engine.helper_leave(/*wake_now=*/false);
+      return;
+    }
+    // A transfer with another process: drive MPI ourselves rather than wait for the
+    // progress thread to be scheduled (see "The progress baton" in engine.h).
+    if (r->needs_engine && !helping && b.spinning()) {
+      engine.helper_enter();
+      helping = true;
+    }
+    if (r->needs_engine && engine.try_progress()) {
+      b.reset();
+      continue;
+    }
     int64_t ns = b.pause();
     if (ns == 0) continue;
+    if (helping) {  // we stop helping before sleeping: the progress thread takes over
+      engine.helper_leave(/*wake_now=*/true);
+      helping = false;
+    }
     uint32_t expected = Request::kPending;
     // relaxed on failure: we re-read with acquire at the top of the loop.
     if (s == Request::kPendingWaited ||

@@ -64,6 +64,7 @@ struct Request final : progress::Completion {
   MatchOp op;  // the receive's post in the matcher; op.req == this
   Endpoint* owner = nullptr;  // the receiving endpoint (for cancel)
   EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
+  bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
   // Truncated rendezvous receive: the payload lands here first (error path only).
   char* drain_buf = nullptr;
   int64_t drain_bytes = 0;
@@ -82,6 +83,8 @@ void request_unref(Request* r);
 inline bool request_done(const Request* r) {
   return r->state.load(std::memory_order_acquire) == Request::kComplete;  // pairs: complete
 }
+// Completion check that also drives the engine once if the request needs it.
+bool request_test(Request* r);
 // Blocks (spin, yield, futex) until complete.
 void request_wait(Request* r, progress::Policy policy);
 // Waits for an arbitrary condition with the same back-off, without a futex.

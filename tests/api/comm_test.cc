@@ -26,13 +26,12 @@ std::vector<int> allgather_counts(int mine) {
 }
 
 // Creates `n` endpoints here (collective), sets EP_ERRORS_RETURN on each, returns them.
-// `synced`: MPI_Barrier after the creation - the workaround for the creation race that
-// CreateEndpoints.MessageSentRightAfterCreationIsDelivered shows (see api_harness.h).
-std::vector<EP_Comm> create(int n, bool synced = true) {
+// No barrier afterwards: a message may be sent the moment creation returns
+// (CreateEndpoints.MessageSentRightAfterCreationIsDelivered).
+std::vector<EP_Comm> create(int n) {
   std::vector<EP_Comm> comms(static_cast<size_t>(n > 0 ? n : 1), EP_COMM_NULL);
   int rc = EP_Comm_create_endpoints(MPI_COMM_WORLD, n, MPI_INFO_NULL, comms.data());
   EXPECT_EQ(rc, EP_SUCCESS) << last_error(rc);
-  if (synced) MPI_Barrier(MPI_COMM_WORLD);
   comms.resize(static_cast<size_t>(n));
   for (EP_Comm c : comms) EXPECT_EQ(EP_Comm_set_errhandler(c, EP_ERRORS_RETURN), EP_SUCCESS);
   return comms;
@@ -116,7 +115,6 @@ TEST(CreateEndpoints, ZeroEndpointsOnSomeProcessIsAllowed) {
     // No handle is written for a process without endpoints.
     EXPECT_EQ(EP_Comm_create_endpoints(MPI_COMM_WORLD, 0, MPI_INFO_NULL, &untouched), EP_SUCCESS);
     EXPECT_EQ(untouched, reinterpret_cast<EP_Comm>(0x1));
-    MPI_Barrier(MPI_COMM_WORLD);  // the others' create() barrier
     return;
   }
   std::vector<EP_Comm> comms = create(mine);
@@ -189,7 +187,7 @@ bool all_to_all_arrives(const std::vector<EP_Comm>& comms, double seconds) {
 TEST(CreateEndpoints, MessageSentRightAfterCreationIsDelivered) {
   const int kRounds = ep_test::scaled(200);
   for (int round = 0; round < kRounds; ++round) {
-    std::vector<EP_Comm> comms = create(uneven(world_rank()), /*synced=*/false);
+    std::vector<EP_Comm> comms = create(uneven(world_rank()));
     bool ok = all_to_all_arrives(comms, 5.0);
     MPI_Barrier(MPI_COMM_WORLD);  // nobody frees while a peer still sends
     free_all(comms);
@@ -223,7 +221,6 @@ TEST(CommDup, DupHasSameRanksAndItsMessagesDoNotMatchTheOriginal) {
     ASSERT_EQ(EP_Comm_dup(comm, &dup), EP_SUCCESS);
     ASSERT_NE(dup, EP_COMM_NULL);
     ASSERT_NE(dup, comm);
-    ep_test::ep_barrier(comm);  // workaround for the creation race (api_harness.h)
     int rank = -1, size = -1, drank = -1, dsize = -1, dl = -1, dls = -1;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -277,7 +274,6 @@ TEST(CommDup, DupOfDupWorks) {
     EP_Comm d1 = EP_COMM_NULL, d2 = EP_COMM_NULL;
     ASSERT_EQ(EP_Comm_dup(comms[i], &d1), EP_SUCCESS);
     ASSERT_EQ(EP_Comm_dup(d1, &d2), EP_SUCCESS);
-    ep_test::ep_barrier(comms[i]);  // workaround for the creation race (api_harness.h)
     int result = -1;
     EXPECT_EQ(EP_Comm_compare(comms[i], d2, &result), EP_SUCCESS);
     EXPECT_EQ(result, EP_CONGRUENT);
@@ -325,7 +321,6 @@ TEST(CommGroup, GroupOfDupTranslatesEveryRankToItself) {
     EP_Comm_size(comm, &size);
     EP_Comm dup = EP_COMM_NULL;
     ASSERT_EQ(EP_Comm_dup(comm, &dup), EP_SUCCESS);
-    ep_test::ep_barrier(comm);  // workaround for the creation race (api_harness.h)
     EP_Group g = EP_GROUP_NULL, gd = EP_GROUP_NULL, gu = EP_GROUP_NULL;
     ASSERT_EQ(EP_Comm_group(comm, &g), EP_SUCCESS);
     ASSERT_EQ(EP_Comm_group(dup, &gd), EP_SUCCESS);

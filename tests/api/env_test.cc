@@ -18,7 +18,7 @@
 
 #include "ep/ep.h"
 #include "tests/api/proc_util.h"
-#include "tests/api/api_harness.h"
+#include "tests/common/harness.h"
 #include "tests/common/harness.h"
 
 namespace {
@@ -145,7 +145,7 @@ TEST(EnvAccepted, ValidValuesInitAndFinalize) {
     ASSERT_EQ(EP_Init(), EP_SUCCESS) << last_error(EP_ERR_ARG);
     EXPECT_EQ(progress_thread_count(), 1);
     // The endpoints work under this setting (eager limit 0 included).
-    ep_test::run_endpoints_synced(2, [](EP_Comm comm, int) {
+    ep_test::run_endpoints(2, [](EP_Comm comm, int) {
       int rank = 0, size = 0;
       EP_Comm_rank(comm, &rank);
       EP_Comm_size(comm, &size);

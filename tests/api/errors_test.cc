@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/api/api_harness.h"
+#include "tests/common/harness.h"
 #include "tests/common/harness.h"
 
 namespace {
@@ -110,7 +110,7 @@ const std::vector<SendFn>& sendrecv_fns() {
 // Runs `check(fn, comm)` for every send call on an endpoints communicator.
 void for_each_send(const std::vector<SendFn>& fns,
                    const std::function<void(const SendFn&, EP_Comm, int rank, int size)>& check) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [&](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -207,7 +207,7 @@ TEST(SendErrors, NullCommIsErrCommWhateverTheHandler) {
 }
 
 TEST(SendErrors, FreedCommIsErrComm) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     EP_Comm dup = EP_COMM_NULL;
     ASSERT_EQ(EP_Comm_dup(comm, &dup), EP_SUCCESS);
     ASSERT_EQ(EP_Comm_free(&dup), EP_SUCCESS);
@@ -218,7 +218,7 @@ TEST(SendErrors, FreedCommIsErrComm) {
 }
 
 TEST(SendErrors, NullRequestPointerIsErrArg) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, v = 1;
     EP_Comm_rank(comm, &rank);
     expect_error(EP_Isend(&v, 1, MPI_INT, rank, 0, comm, nullptr), EP_ERR_ARG, "EP_Isend",
@@ -229,7 +229,7 @@ TEST(SendErrors, NullRequestPointerIsErrArg) {
 }
 
 TEST(SendErrors, NullBufferWithZeroCountIsAllowed) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -334,7 +334,7 @@ const std::vector<RecvFn>& blocking_probe_fns() {
 
 void for_each_recv(const std::function<void(const RecvFn&, EP_Comm, int rank, int size)>& check,
                    const std::vector<RecvFn>& fns = recv_fns()) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [&](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -432,7 +432,7 @@ TEST(BlockingProbeErrors, NullCommIsErrCommNamingTheBlockingCall) {
 // ---- Requests -----------------------------------------------------------------------------
 
 TEST(RequestErrors, RequestFreeTwiceIsErrRequest) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, v = 17, got = 0;
     EP_Comm_rank(comm, &rank);
     EP_Request r = EP_REQUEST_NULL;
@@ -538,7 +538,7 @@ TEST(RequestErrors, NegativeArrayLengthInWaitanyAndWaitsomeIsErrCountNamingThatC
 TEST(Truncation, TooSmallRecvIsErrTruncateAndDeliversTheFirstBytes) {
   const size_t kSmall = 100, kLarge = 64 * 1024 + 3;
   const int kSmallCap = 10, kLargeCap = 20000;
-  ep_test::run_endpoints_synced(uneven(world_rank()), [&](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -582,7 +582,7 @@ TEST(Truncation, TooSmallRecvIsErrTruncateAndDeliversTheFirstBytes) {
 TEST(Truncation, IrecvWaitIsErrTruncateAcrossProcesses) {
   // Ring: with more than one process, the right neighbour of the last endpoint of each
   // process is in another process.
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -609,7 +609,7 @@ TEST(Truncation, IrecvWaitIsErrTruncateAcrossProcesses) {
 }
 
 TEST(Truncation, WaitallReportsErrInStatusWithTruncateInThatStatus) {
-  ep_test::run_endpoints_synced(uneven(world_rank()), [](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
@@ -755,7 +755,7 @@ TEST(CreateEndpointsErrors, NullParentIsErrComm) {
 // and in order.
 TEST(ErrorsLeaveOtherTrafficIntact, StreamsBetweenEndpointsArriveInOrder) {
   const int kN = ep_test::scaled(60) < 12 ? 12 : ep_test::scaled(60);
-  ep_test::run_endpoints_synced(uneven(world_rank()), [&](EP_Comm comm, int) {
+  ep_test::run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);

@@ -17,7 +17,7 @@
 
 #include "ep/ep.h"
 #include "tests/api/proc_util.h"
-#include "tests/api/api_harness.h"
+#include "tests/common/harness.h"
 #include "tests/common/harness.h"
 
 namespace {
@@ -281,7 +281,7 @@ TEST(Initialized, WtimeIncreases) {
 }
 
 TEST(Initialized, EndpointsWork) {
-  ep_test::run_endpoints_synced(2, [](EP_Comm comm, int) {
+  ep_test::run_endpoints(2, [](EP_Comm comm, int) {
     int rank = 0, size = 0;
     EP_Comm_rank(comm, &rank);
     EP_Comm_size(comm, &size);
