@@ -204,6 +204,15 @@ int check_requests(int n, EP_Request reqs[], const char* call) {
   return EP_SUCCESS;
 }
 
+// The communicator queries: validate, then write one int.
+template <class Get>
+int query_int(EP_Comm comm, int* out, const char* call, const char* arg, Get&& get) {
+  EP_GET_COMM(ep, comm, call);
+  if (out == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "%s is NULL", arg));
+  *out = get(ep);
+  return EP_SUCCESS;
+}
+
 int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
                EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
@@ -472,31 +481,19 @@ int EP_Comm_create_endpoints(MPI_Comm parent, int num_ep, MPI_Info info, EP_Comm
 }
 
 int EP_Comm_rank(EP_Comm comm, int* rank) {
-  EP_GET_COMM(ep, comm, "EP_Comm_rank");
-  if (rank == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_rank", "rank is NULL"));
-  *rank = ep->rank;
-  return EP_SUCCESS;
+  return query_int(comm, rank, "EP_Comm_rank", "rank", [](Endpoint* ep) { return ep->rank; });
 }
 
 int EP_Comm_size(EP_Comm comm, int* size) {
-  EP_GET_COMM(ep, comm, "EP_Comm_size");
-  if (size == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_size", "size is NULL"));
-  *size = ep->comm->size;
-  return EP_SUCCESS;
+  return query_int(comm, size, "EP_Comm_size", "size", [](Endpoint* ep) { return ep->comm->size; });
 }
 
 int EP_Comm_local_rank(EP_Comm comm, int* rank) {
-  EP_GET_COMM(ep, comm, "EP_Comm_local_rank");
-  if (rank == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_local_rank", "rank is NULL"));
-  *rank = ep->local_index;
-  return EP_SUCCESS;
+  return query_int(comm, rank, "EP_Comm_local_rank", "rank", [](Endpoint* ep) { return ep->local_index; });
 }
 
 int EP_Comm_local_size(EP_Comm comm, int* size) {
-  EP_GET_COMM(ep, comm, "EP_Comm_local_size");
-  if (size == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_local_size", "size is NULL"));
-  *size = static_cast<int>(ep->comm->local.size());
-  return EP_SUCCESS;
+  return query_int(comm, size, "EP_Comm_local_size", "size", [](Endpoint* ep) { return static_cast<int>(ep->comm->local.size()); });
 }
 
 int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
@@ -542,17 +539,11 @@ int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int* result) {
 }
 
 int EP_Comm_test_inter(EP_Comm comm, int* flag) {
-  EP_GET_COMM(ep, comm, "EP_Comm_test_inter");
-  if (flag == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_test_inter", "flag is NULL"));
-  *flag = 0;
-  return EP_SUCCESS;
+  return query_int(comm, flag, "EP_Comm_test_inter", "flag", [](Endpoint*) { return 0; });
 }
 
 int EP_Comm_tag_ub(EP_Comm comm, int* tag_ub) {
-  EP_GET_COMM(ep, comm, "EP_Comm_tag_ub");
-  if (tag_ub == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_tag_ub", "tag_ub is NULL"));
-  *tag_ub = ep->comm->tag_ub;
-  return EP_SUCCESS;
+  return query_int(comm, tag_ub, "EP_Comm_tag_ub", "tag_ub", [](Endpoint* ep) { return ep->comm->tag_ub; });
 }
 
 int EP_Comm_group(EP_Comm comm, EP_Group* group) {

@@ -73,13 +73,26 @@ void Matcher::process_all() {
   while (posts_.try_pop(op)) handle(op);
 }
 
+void Matcher::unlink_posted(MatchOp* prev, MatchOp* p) {
+  if (prev == nullptr) posted_head_ = p->next; else prev->next = p->next;
+  if (posted_tail_ == p) posted_tail_ = prev;
+  p->next = nullptr;
+}
+
+void Matcher::report(MatchOp* op, const Envelope* u) {
+  op->found = true;
+  op->status.EP_SOURCE = u->src_rank;
+  op->status.EP_TAG = u->tag;
+  op->status.EP_ERROR = EP_SUCCESS;
+  op->status.ep_bytes_ = u->bytes;
+  op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+}
+
 void Matcher::arrive(Envelope* e) {
   MatchOp* prev = nullptr;
   for (MatchOp* p = posted_head_; p != nullptr; prev = p, p = p->next) {
     if (!envelope_matches(p->source, p->tag, *e)) continue;
-    if (prev == nullptr) posted_head_ = p->next; else prev->next = p->next;
-    if (posted_tail_ == p) posted_tail_ = prev;
-    p->next = nullptr;
+    unlink_posted(prev, p);
     deliver_(p->req, e);
     return;
   }
@@ -94,8 +107,7 @@ void Matcher::handle(MatchOp* op) {
     MatchOp* prev = nullptr;
     for (MatchOp* p = posted_head_; p != nullptr; prev = p, p = p->next) {
       if (p->req != op->req) continue;
-      if (prev == nullptr) posted_head_ = p->next; else prev->next = p->next;
-      if (posted_tail_ == p) posted_tail_ = prev;
+      unlink_posted(prev, p);
       op->found = true;
       break;
     }
@@ -106,25 +118,15 @@ void Matcher::handle(MatchOp* op) {
   for (Envelope* u = unexpected_head_; u != nullptr; prev = u, u = u->next) {
     if (!envelope_matches(op->source, op->tag, *u)) continue;
     if (op->kind == MatchOp::kProbe) {
-      op->found = true;
-      op->status.EP_SOURCE = u->src_rank;
-      op->status.EP_TAG = u->tag;
-      op->status.EP_ERROR = EP_SUCCESS;
-      op->status.ep_bytes_ = u->bytes;
-      op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+      report(op, u);
       return;
     }
     if (prev == nullptr) unexpected_head_ = u->next; else prev->next = u->next;
     if (unexpected_tail_ == u) unexpected_tail_ = prev;
     u->next = nullptr;
     if (op->kind == MatchOp::kMprobe) {
-      op->found = true;
       op->env = u;
-      op->status.EP_SOURCE = u->src_rank;
-      op->status.EP_TAG = u->tag;
-      op->status.EP_ERROR = EP_SUCCESS;
-      op->status.ep_bytes_ = u->bytes;
-      op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+      report(op, u);
       return;
     }
     deliver_(op->req, u);

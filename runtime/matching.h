@@ -120,6 +120,9 @@ class Matcher {
   void process_all();
   void arrive(Envelope* e);
   void handle(MatchOp* op);
+  void unlink_posted(MatchOp* prev, MatchOp* p);
+  // A probe found `u`: publish its envelope in op->status and mark op done.
+  void report(MatchOp* op, const Envelope* u);
 
   DeliverFn deliver_;
   MaterializeFn materialize_;
