@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cassert>
 #include <cstdlib>
@@ -58,6 +60,12 @@ void Engine::stop() {
   stopping_.store(true, std::memory_order_release);  // pairs with acquire in run()
   wake();
   thread_.join();
+  // pthread_join returns when the kernel cleared the thread id, a moment before the
+  // task leaves /proc/self/task; wait for that too (bounded), so that "no progress
+  // thread after EP_Finalize / a failed EP_Init" holds for whoever looks.
+  int tid = tid_.load(std::memory_order_acquire);  // pairs with the release in run()
+  std::string path = "/proc/self/task/" + std::to_string(tid);
+  for (int i = 0; tid != 0 && i < 10000 && access(path.c_str(), F_OK) == 0; ++i) usleep(100);
   MPI_Comm_free(&packet_comm_);
   MPI_Comm_free(&data_comm_);
 }
@@ -222,6 +230,7 @@ void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
 }
 
 void Engine::run() {
+  tid_.store(static_cast<int>(syscall(SYS_gettid)), std::memory_order_release);  // pairs: stop()
   Backoff backoff(policy_);
   for (;;) {
     stats_.loops.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics

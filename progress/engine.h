@@ -187,6 +187,7 @@ class Engine {
   int world_rank_ = 0, world_size_ = 1;
   Policy policy_ = Policy::kAdaptive;
   std::thread thread_;
+  std::atomic<int> tid_{0};  // kernel id of the progress thread (release: run())
   std::atomic<bool> stopping_{false};  // release in stop(), acquire in run()
   std::atomic<uint32_t> sleeping_{0};  // seq_cst, see "Memory ordering" above
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
