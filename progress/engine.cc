@@ -75,7 +75,7 @@ void Engine::submit(const Command& command, bool self_progress) {
   n->command = command;
   queue_.push(n);
   queued_.fetch_add(1, std::memory_order_relaxed);  // ordered by the fence below
-  if (self_progress) try_progress();
+  if (self_progress) try_start_commands();
   // seq_cst fence: pairs with the fence in idle(); see "Memory ordering" in engine.h.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (sleeping_.load(std::memory_order_relaxed) != 0 &&
@@ -99,6 +99,19 @@ bool Engine::try_progress() {
     return false;
   }
   bool work = pass();
+  baton_.store(0, std::memory_order_release);  // pairs with the acquire above
+  return work;
+}
+
+bool Engine::try_start_commands() {
+  uint32_t expected = 0;
+  // acquire: pairs with the release store that ended the previous pass.
+  if (baton_.load(std::memory_order_relaxed) != 0 ||
+      !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+    return false;
+  }
+  bool work = drain_commands();
   baton_.store(0, std::memory_order_release);  // pairs with the acquire above
   return work;
 }

@@ -134,6 +134,9 @@ class Engine {
   // Runs one progress pass if no other thread holds the baton.  Returns true if this
   // call made progress.  Thread-safe.
   bool try_progress();
+  // Like try_progress, but only starts queued commands (a sender pushing its own
+  // message out; probing and testing are left to waiters and the progress thread).
+  bool try_start_commands();
   // Wakes the progress thread if it sleeps (a waiter stops progressing itself).
   void wake();
   // A thread announces that it will drive progress while it waits (helper_enter)
