@@ -38,7 +38,7 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
   MPI_Comm_set_errhandler(data_comm_, MPI_ERRORS_RETURN);
   MPI_Comm_set_name(packet_comm_, "ep-packets");
   MPI_Comm_set_name(data_comm_, "ep-data");
-  stopping_.store(false, std::memory_order_relaxed);
+  stopping_.store(false, std::memory_order_relaxed);  // relaxed: thread start orders it
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), "ep-progress");
   if (options.cpu >= 0) {
@@ -78,6 +78,8 @@ void Engine::submit(const Command& command, bool self_progress) {
   if (self_progress) try_start_commands();
   // seq_cst fence: pairs with the fence in idle(); see "Memory ordering" in engine.h.
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // relaxed loads: ordered by the fence above; helpers_ is only a hint (a helper
+  // drains the queue in its own passes).
   if (sleeping_.load(std::memory_order_relaxed) != 0 &&
       queued_.load(std::memory_order_relaxed) > 0 &&
       helpers_.load(std::memory_order_relaxed) == 0) {
@@ -230,6 +232,8 @@ void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
     sched_yield();
     return;
   }
+  // relaxed: the futex compares the value itself; sleeping_ and queued_ are ordered
+  // by the seq_cst fences here and in submit() (Dekker pairing).
   uint32_t seen = wake_word_.load(std::memory_order_relaxed);
   sleeping_.store(1, std::memory_order_relaxed);
   // seq_cst fence: pairs with the fence in submit().
@@ -239,7 +243,7 @@ void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
     stats_.sleeps.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
     futex_wait(wake_word_, seen, ns);
   }
-  sleeping_.store(0, std::memory_order_relaxed);
+  sleeping_.store(0, std::memory_order_relaxed);  // relaxed: only makes submit() skip a wake
 }
 
 void Engine::run() {
@@ -259,6 +263,7 @@ void Engine::run() {
     }
     bool work = pass();
     bool active = !requests_.empty();
+    // relaxed: a command pushed after this load is seen by the stop check's next round.
     bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
     baton_.store(0, std::memory_order_release);  // pairs with the acquire above
     if (work) {

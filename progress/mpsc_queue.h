@@ -47,7 +47,7 @@ class MpscQueue {
       if (next == nullptr) return nullptr;
       tail_ = next;
       tail = next;
-      next = next->next.load(std::memory_order_acquire);
+      next = next->next.load(std::memory_order_acquire);  // pairs: push()
     }
     if (next != nullptr) {
       tail_ = next;
@@ -55,7 +55,7 @@ class MpscQueue {
     }
     if (tail != head_.load(std::memory_order_acquire)) return nullptr;  // push in progress
     push(&stub_);
-    next = tail->next.load(std::memory_order_acquire);
+    next = tail->next.load(std::memory_order_acquire);  // pairs: push()
     if (next != nullptr) {
       tail_ = next;
       return tail;

@@ -41,10 +41,12 @@ moodycamel::ProducerToken& Endpoint::token_for(Endpoint* dest) {
 // ---- ContextTable -------------------------------------------------------------------
 
 ContextTable::ContextTable() : chunks_(new std::atomic<std::atomic<CommShared*>*>[kMaxChunks]) {
+  // relaxed: the table is published to other threads by EP_Init's release store.
   for (uint32_t i = 0; i < kMaxChunks; ++i) chunks_[i].store(nullptr, std::memory_order_relaxed);
 }
 
 ContextTable::~ContextTable() {
+  // relaxed: EP_Finalize, after the progress thread stopped.
   for (uint32_t i = 0; i < kMaxChunks; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
   delete[] chunks_;
 }
@@ -64,6 +66,7 @@ uint32_t ContextTable::allocate() {
   } else {
     id = next_++;
   }
+  // relaxed: chunks are only created under mu_, which we hold.
   if (chunks_[id / kChunk].load(std::memory_order_relaxed) == nullptr) {
     auto* c = new std::atomic<CommShared*>[kChunk];
     for (uint32_t i = 0; i < kChunk; ++i) c[i].store(nullptr, std::memory_order_relaxed);
@@ -77,7 +80,7 @@ void ContextTable::publish(uint32_t id, CommShared* c) {
 }
 
 void ContextTable::unpublish(uint32_t id) {
-  chunk(id)[id % kChunk].store(nullptr, std::memory_order_release);
+  chunk(id)[id % kChunk].store(nullptr, std::memory_order_release);  // pairs with lookup()
 }
 
 void ContextTable::recycle(uint32_t id) {
@@ -169,6 +172,7 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
   CommShared* c = begin(num_ep > 0 ? num_ep : 0);
   // Per process: num_ep, world rank, context id, origin counter.
   long long mine[4] = {num_ep, rt->world_rank, c->ctx,
+                       // relaxed: only uniqueness matters
                        rt->next_origin.fetch_add(1, std::memory_order_relaxed)};
   std::vector<long long> all(4 * static_cast<size_t>(psize));
   MPI_Allgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent);

@@ -87,7 +87,7 @@ int runtime_init() {
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
   if (!raw->engine.start(opts, raw, &error)) {
-    g_runtime.store(nullptr, std::memory_order_release);
+    g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
   }
   rt.release();
@@ -123,7 +123,7 @@ int runtime_finalize() {
                  (unsigned long long)c.dropped_packets.load());
   }
   comm_free_all();
-  g_runtime.store(nullptr, std::memory_order_release);
+  g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
   delete rt;
   return EP_SUCCESS;
 }
