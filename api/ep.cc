@@ -383,6 +383,25 @@ int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
   return handle(eh, err);
 }
 
+// Sendrecv: the receive is posted first, so that two endpoints exchanging with each
+// other cannot deadlock; errors are reported as `call`.
+int sendrecv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                  int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                  int recvtag, EP_Comm comm, EP_Status* status, const char* call) {
+  EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
+  int err = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr, call);
+  if (err != EP_SUCCESS) return err;
+  err = send_common(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::kStandard, &sr,
+                    call);
+  if (err != EP_SUCCESS) {
+    EP_Cancel(&rr);
+    wait_impl(&rr, EP_STATUS_IGNORE, call);
+    return err;
+  }
+  wait_impl(&sr, EP_STATUS_IGNORE, call);
+  return wait_impl(&rr, status, call);
+}
+
 }  // namespace
 
 extern "C" {
@@ -691,19 +710,8 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
 int EP_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
                 void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                 EP_Comm comm, EP_Status* status) {
-  const char* call = "EP_Sendrecv";
-  EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
-  int err = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr, call);
-  if (err != EP_SUCCESS) return err;
-  err = send_common(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::kStandard, &sr,
-                    call);
-  if (err != EP_SUCCESS) {
-    EP_Cancel(&rr);
-    wait_impl(&rr, EP_STATUS_IGNORE, call);
-    return err;
-  }
-  wait_impl(&sr, EP_STATUS_IGNORE, call);
-  return wait_impl(&rr, status, call);
+  return sendrecv_impl(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
+                       source, recvtag, comm, status, "EP_Sendrecv");
 }
 
 int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
@@ -716,21 +724,11 @@ int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int s
     Endpoint* ep = as_endpoint(comm);
     return ep != nullptr ? handle(ep, err) : err;
   }
+  // Send a packed copy, receive into the buffer itself.
   std::vector<char> packed(static_cast<size_t>(ti.size * count));
   ep::runtime::pack(buf, count, type, ti, packed.data());
-  // The same checks and call name as EP_Sendrecv, but reported as this call.
-  EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
-  err = irecv_impl(buf, count, type, source, recvtag, comm, &rr, call);
-  if (err != EP_SUCCESS) return err;
-  err = send_common(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
-                    comm, SendMode::kStandard, &sr, call);
-  if (err != EP_SUCCESS) {
-    EP_Cancel(&rr);
-    wait_impl(&rr, EP_STATUS_IGNORE, call);
-    return err;
-  }
-  wait_impl(&sr, EP_STATUS_IGNORE, call);
-  return wait_impl(&rr, status, call);
+  return sendrecv_impl(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
+                       buf, count, type, source, recvtag, comm, status, call);
 }
 
 int EP_Iprobe(int source, int tag, EP_Comm comm, int* flag, EP_Status* status) {
