@@ -72,6 +72,7 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
   int64_t whole = bytes / ti.size;
   if (whole > count) whole = count;
   int64_t nbytes = whole * ti.size;
+  if (nbytes == 0) return;  // (buf may be NULL for count 0)
   if (ti.contiguous) {
     std::memcpy(static_cast<char*>(buf) + ti.true_lb, in, nbytes);
     return;

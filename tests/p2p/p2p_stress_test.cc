@@ -193,7 +193,7 @@ std::vector<uint8_t> make_payload(int src, const Msg& m) {
   for (size_t i = sizeof(Header); i < v.size(); ++i) v[i] = pattern_byte(src, m.dest, m.seq, i);
   Header h = make_header(src, m);
   if (v.size() > sizeof(Header)) h.checksum = checksum(v.data() + sizeof(Header), v.size() - sizeof(Header));
-  std::memcpy(v.data(), &h, std::min(v.size(), sizeof(Header)));
+  if (!v.empty()) std::memcpy(v.data(), &h, std::min(v.size(), sizeof(Header)));
   return v;
 }
 
