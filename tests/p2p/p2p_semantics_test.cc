@@ -151,6 +151,37 @@ TEST(Modes, BsendUsesTheAttachedBufferAndDetachWaitsForIt) {
   });
 }
 
+TEST(Modes, BufferDetachBlocksUntilBufferedMessagesHaveLeft) {
+  // In every process: endpoint 0 Bsends 1 MiB (rendezvous-sized, so it stays in the
+  // attached buffer) to endpoint 1, which receives only 300 ms later; the detach that
+  // endpoint 0 calls right after the Bsend must wait for that receive.
+  const int n = 1 << 20;
+  std::vector<char> attach(n + EP_BSEND_OVERHEAD + 64);
+  ASSERT_EQ(EP_Buffer_attach(attach.data(), static_cast<int>(attach.size())), EP_SUCCESS);
+  std::atomic<double> received_at{0};
+  run_endpoints(2, [&](EP_Comm comm, int index) {
+    int me = rank_of(comm);
+    if (index == 0) {
+      std::vector<char> msg(n, 'd');
+      ASSERT_EQ(EP_Bsend(msg.data(), n, MPI_CHAR, me + 1, 6, comm), EP_SUCCESS);
+      double t0 = EP_Wtime();
+      void* addr = nullptr;
+      int sz = 0;
+      ASSERT_EQ(EP_Buffer_detach(&addr, &sz), EP_SUCCESS);
+      double waited = EP_Wtime() - t0;
+      EXPECT_GE(waited, 0.2) << "detach returned while the message was still buffered";
+      EXPECT_GE(EP_Wtime(), received_at.load() - 1e-3);
+      EXPECT_EQ(addr, attach.data());
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::vector<char> in(n);
+      received_at.store(EP_Wtime());
+      ASSERT_EQ(EP_Recv(in.data(), n, MPI_CHAR, me - 1, 6, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+      EXPECT_EQ(in[n - 1], 'd');
+    }
+  });
+}
+
 TEST(Ordering, NonOvertakingWithWildcardsAndMixedSizes) {
   const int n = scaled(200);
   run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
