@@ -8,7 +8,7 @@
 // are completed by a Testsome loop that also takes unexpected messages with Improbe.
 //
 // The plan (per sender: how many messages, to whom, tag, size, mode) comes from a seed
-// that rank 0 chooses (EP_STRESS_SEED=<n> to reproduce) and broadcasts; receivers learn
+// that rank 0 chooses (LIBEP_STRESS_SEED=<n> to reproduce) and broadcasts; receivers learn
 // the counts from a count exchange on tag 100 and check them against the plan.
 // Payload: a header {seq, src, dst, tag, size, checksum} then pattern bytes (messages
 // shorter than the header carry a prefix of it).  Checked per receiver: every message
@@ -69,7 +69,7 @@ uint64_t shared_seed() {
   if (done) return g_seed;
   unsigned long long v = 0;
   if (world_rank() == 0) {
-    const char* s = std::getenv("EP_STRESS_SEED");
+    const char* s = std::getenv("LIBEP_STRESS_SEED");
     if (s != nullptr && *s != '\0') {
       v = std::strtoull(s, nullptr, 0);
     } else {
@@ -83,7 +83,7 @@ uint64_t shared_seed() {
   g_seed = v;
   done = true;
   if (world_rank() == 0) {
-    std::printf("p2p_stress_test: seed %llu (rerun with EP_STRESS_SEED=%llu), %d processes\n", v,
+    std::printf("p2p_stress_test: seed %llu (rerun with LIBEP_STRESS_SEED=%llu), %d processes\n", v,
                 v, world_size());
     std::fflush(stdout);
   }
@@ -92,7 +92,7 @@ uint64_t shared_seed() {
 
 std::string seed_note() {
   return " [p2p_stress_test SEED " + std::to_string(g_seed) +
-         ": rerun with EP_STRESS_SEED=" + std::to_string(g_seed) + "]";
+         ": rerun with LIBEP_STRESS_SEED=" + std::to_string(g_seed) + "]";
 }
 
 // ---- Layout -------------------------------------------------------------------------------
@@ -905,7 +905,7 @@ TEST(P2PStress, RandomModesSizesAndReceiveStyles) {
     if (any) {
       if (world_rank() == 0) {
         std::fprintf(stderr, "\n*** p2p_stress_test FAILED with seed %llu (round %d): rerun with "
-                     "EP_STRESS_SEED=%llu\n",
+                     "LIBEP_STRESS_SEED=%llu\n",
                      static_cast<unsigned long long>(seed), round,
                      static_cast<unsigned long long>(seed));
       }

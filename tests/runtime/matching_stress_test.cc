@@ -17,7 +17,7 @@
 //   receiver side: if receive R2 took m, no receive R1 posted before R2 whose criteria
 //                  match m was still pending when m was matched.
 //
-// Seeded: EP_STRESS_SEED=<n> reproduces a run (the seed is printed at start and in
+// Seeded: LIBEP_STRESS_SEED=<n> reproduces a run (the seed is printed at start and in
 // every failure message).
 #include <gtest/gtest.h>
 
@@ -59,11 +59,11 @@ int scaled(int n) {
 
 uint64_t stress_seed() {
   static const uint64_t seed = [] {
-    const char* s = std::getenv("EP_STRESS_SEED");
+    const char* s = std::getenv("LIBEP_STRESS_SEED");
     uint64_t v = s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 0)
                                             : static_cast<uint64_t>(std::random_device{}()) ^
                                                   (static_cast<uint64_t>(time(nullptr)) << 20);
-    std::printf("matching_stress_test: seed %" PRIu64 " (rerun with EP_STRESS_SEED=%" PRIu64
+    std::printf("matching_stress_test: seed %" PRIu64 " (rerun with LIBEP_STRESS_SEED=%" PRIu64
                 ")\n",
                 v, v);
     std::fflush(stdout);
@@ -73,7 +73,7 @@ uint64_t stress_seed() {
 }
 
 std::string seed_msg() {
-  return " [EP_STRESS_SEED=" + std::to_string(stress_seed()) + "]";
+  return " [LIBEP_STRESS_SEED=" + std::to_string(stress_seed()) + "]";
 }
 
 constexpr int kTags = 4;  // tags 0..3
