@@ -166,7 +166,6 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
   int err = check_buffer(buf, count, type, &ti, call);
   if (err == EP_SUCCESS) err = check_dest(ep, dest, call);
   if (err == EP_SUCCESS) err = check_send_tag(ep, tag, call);
-  if (err == EP_SUCCESS && request != nullptr && request == nullptr) err = EP_ERR_ARG;
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = nullptr;
   err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,

@@ -119,11 +119,9 @@ bool Engine::try_start_commands() {
 }
 
 bool Engine::pass() {
-  baton_owner_ = std::this_thread::get_id();
   bool work = drain_commands();
   work |= poll_packets();
   work |= test_active();
-  baton_owner_ = std::thread::id();
   return work;
 }
 

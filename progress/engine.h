@@ -160,10 +160,7 @@ class Engine {
 
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
-  bool on_progress_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
-  bool holds_baton() const { return baton_owner_ == std::this_thread::get_id(); }
   const Stats& stats() const { return stats_; }
-  pthread_t native_handle() { return thread_.native_handle(); }
 
  private:
   struct Active {
@@ -198,7 +195,6 @@ class Engine {
   std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
   std::atomic<int> helpers_{0};     // threads progressing while they wait (a hint)
   std::atomic<int64_t> last_help_ns_{0};  // when a helper last left (a hint)
-  std::thread::id baton_owner_;     // written under the baton (debug checks)
   // Owned by the baton holder:
   std::vector<MPI_Request> requests_;
   std::vector<Active> active_;

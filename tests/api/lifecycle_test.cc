@@ -340,12 +340,5 @@ int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ::testing::InitGoogleTest(&argc, argv);
-  int result = RUN_ALL_TESTS();
-  int worst = 0;
-  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  int init = 0;
-  EP_Initialized(&init);
-  if (init) EP_Finalize();  // a test failed half-way
-  MPI_Finalize();
-  return worst;
+  return ep_test::run_all_tests_and_finalize();  // finalizes libep if a test left it up
 }

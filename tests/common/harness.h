@@ -7,6 +7,7 @@
 #ifndef EP_TESTS_COMMON_HARNESS_H_
 #define EP_TESTS_COMMON_HARNESS_H_
 
+#include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <functional>
@@ -78,6 +79,19 @@ inline void ep_barrier(EP_Comm comm) {
     EP_Send(&token, 1, MPI_CHAR, 0, tag, comm);
     EP_Recv(&token, 1, MPI_CHAR, 0, tag, comm, EP_STATUS_IGNORE);
   }
+}
+
+// The end of every test program's main(): run the tests, make the whole job fail if
+// any process failed, finalize libep (if a test left it initialized) and MPI.
+inline int run_all_tests_and_finalize() {
+  int result = RUN_ALL_TESTS();
+  int worst = 0;
+  MPI_Allreduce(&result, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  int init = 0;
+  EP_Initialized(&init);
+  if (init) EP_Finalize();
+  MPI_Finalize();
+  return worst;
 }
 
 inline std::string last_error(int code) {

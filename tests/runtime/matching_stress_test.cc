@@ -38,6 +38,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/harness.h"
 #include "runtime/matching.h"
 #include "runtime/request.h"
 
@@ -48,14 +49,7 @@ using ep::runtime::Matcher;
 using ep::runtime::MatchOp;
 using ep::runtime::Request;
 
-int scaled(int n) {
-#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
-    defined(EP_SANITIZER_UNDEFINED)
-  return n / 8 > 0 ? n / 8 : 1;
-#else
-  return n;
-#endif
-}
+using ep_test::scaled;
 
 uint64_t stress_seed() {
   static const uint64_t seed = [] {
