@@ -47,7 +47,11 @@ class Backoff {
   // Returns the nanoseconds the caller may sleep now (0: do not sleep, it already
   // spun or yielded).  Callers that can sleep on a futex pass that as the timeout.
   int64_t pause();
-  void reset() { start_ns_ = 0; }
+  void reset() {
+    start_ns_ = 0;
+    rounds_ = 0;
+    past_spin_ = false;
+  }
   // True before the episode started or while it is in its spin phase.
   bool spinning() const { return start_ns_ == 0 || now_ns() - start_ns_ < kSpinNs; }
 
@@ -62,6 +66,8 @@ class Backoff {
  private:
   Policy policy_;
   int64_t start_ns_ = 0;  // 0: the episode has not started
+  uint32_t rounds_ = 0;    // pause() calls in the spin phase (clock read every 16th)
+  bool past_spin_ = false;
 };
 
 int64_t now_ns();
