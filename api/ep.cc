@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/coll.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
@@ -112,12 +113,12 @@ int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, co
 }
 
 int check_dest(Endpoint* ep, int dest, const char* call) {
-  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->size)) return EP_SUCCESS;
+  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->peer_size())) return EP_SUCCESS;
   if (dest == EP_ANY_SOURCE) {
     return fail(EP_ERR_RANK, call, "dest EP_ANY_SOURCE is not allowed on a send");
   }
-  return fail(EP_ERR_RANK, call, "dest %d is not a rank of the communicator (size %d)", dest,
-              ep->comm->size);
+  return fail(EP_ERR_RANK, call, "dest %d is not a rank of the %s (size %d)", dest,
+              ep->comm->inter ? "remote group" : "communicator", ep->comm->peer_size());
 }
 
 int check_send_tag(Endpoint* ep, int tag, const char* call) {
@@ -131,11 +132,11 @@ int check_send_tag(Endpoint* ep, int tag, const char* call) {
 
 int check_source(Endpoint* ep, int source, const char* call) {
   if (source == EP_PROC_NULL || source == EP_ANY_SOURCE ||
-      (source >= 0 && source < ep->comm->size)) {
+      (source >= 0 && source < ep->comm->peer_size())) {
     return EP_SUCCESS;
   }
-  return fail(EP_ERR_RANK, call, "source %d is not a rank of the communicator (size %d)", source,
-              ep->comm->size);
+  return fail(EP_ERR_RANK, call, "source %d is not a rank of the %s (size %d)", source,
+              ep->comm->inter ? "remote group" : "communicator", ep->comm->peer_size());
 }
 
 int check_recv_tag(Endpoint* ep, int tag, const char* call) {
@@ -507,11 +508,11 @@ int EP_Comm_size(EP_Comm comm, int* size) {
 }
 
 int EP_Comm_local_rank(EP_Comm comm, int* rank) {
-  return query_int(comm, rank, "EP_Comm_local_rank", "rank", [](Endpoint* ep) { return ep->local_index; });
+  return query_int(comm, rank, "EP_Comm_local_rank", "rank", [](Endpoint* ep) { return ep->proc_local_rank; });
 }
 
 int EP_Comm_local_size(EP_Comm comm, int* size) {
-  return query_int(comm, size, "EP_Comm_local_size", "size", [](Endpoint* ep) { return static_cast<int>(ep->comm->local.size()); });
+  return query_int(comm, size, "EP_Comm_local_size", "size", [](Endpoint* ep) { return ep->comm->proc_local_size; });
 }
 
 int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
@@ -557,7 +558,75 @@ int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int* result) {
 }
 
 int EP_Comm_test_inter(EP_Comm comm, int* flag) {
-  return query_int(comm, flag, "EP_Comm_test_inter", "flag", [](Endpoint*) { return 0; });
+  return query_int(comm, flag, "EP_Comm_test_inter", "flag",
+                   [](Endpoint* ep) { return ep->comm->inter ? 1 : 0; });
+}
+
+int EP_Comm_remote_size(EP_Comm comm, int* size) {
+  const char* call = "EP_Comm_remote_size";
+  EP_GET_COMM(ep, comm, call);
+  if (!ep->comm->inter) {
+    return handle(ep, fail(EP_ERR_COMM, call, "comm is not an intercommunicator"));
+  }
+  if (size == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "size is NULL"));
+  *size = ep->comm->remote_size;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_split(EP_Comm comm, int color, int key, EP_Comm* newcomm) {
+  const char* call = "EP_Comm_split";
+  EP_GET_COMM(ep, comm, call);
+  if (ep->comm->inter) {
+    // Every endpoint sees this, so none waits for the others.
+    return handle(ep, fail(EP_ERR_COMM, call, "splitting an intercommunicator is not supported"));
+  }
+  // A NULL newcomm or a bad colour still takes part in the exchange (nobody hangs);
+  // a bad colour makes every endpoint fail with EP_ERR_ARG.
+  Endpoint* n = nullptr;
+  int err = ep::runtime::comm_split(ep, color, key, &n);
+  if (err == EP_SUCCESS && newcomm == nullptr) {
+    if (n != nullptr) ep::runtime::comm_free(n);
+    err = fail(EP_ERR_ARG, call, "newcomm is NULL");
+  }
+  if (err == EP_SUCCESS) *newcomm = n == nullptr ? EP_COMM_NULL : reinterpret_cast<EP_Comm>(n);
+  return handle(ep, err);
+}
+
+int EP_Intercomm_create(EP_Comm local_comm, int local_leader, EP_Comm peer_comm,
+                        int remote_leader, int tag, EP_Comm* newintercomm) {
+  const char* call = "EP_Intercomm_create";
+  EP_GET_COMM(ep, local_comm, call);
+  if (ep->comm->inter) {
+    return handle(ep, fail(EP_ERR_COMM, call, "local_comm is an intercommunicator"));
+  }
+  // Checks every endpoint of local_comm makes alike, so all fail together.
+  if (local_leader < 0 || local_leader >= ep->comm->size) {
+    return handle(ep, fail(EP_ERR_RANK, call, "local_leader %d is not a rank of local_comm (size %d)",
+                           local_leader, ep->comm->size));
+  }
+  if (newintercomm == nullptr) {
+    return handle(ep, fail(EP_ERR_ARG, call, "newintercomm is NULL"));
+  }
+  // peer_comm, remote_leader and tag matter at the leader only; its verdict on them
+  // reaches the whole group (see runtime/comm.cc).
+  Endpoint* peer = ep->rank == local_leader ? as_endpoint(peer_comm) : nullptr;
+  Endpoint* n = nullptr;
+  int err = ep::runtime::intercomm_create(ep, local_leader, peer, remote_leader, tag, &n);
+  if (err == EP_SUCCESS) *newintercomm = reinterpret_cast<EP_Comm>(n);
+  return handle(ep, err);
+}
+
+int EP_Intercomm_merge(EP_Comm intercomm, int high, EP_Comm* newintracomm) {
+  const char* call = "EP_Intercomm_merge";
+  EP_GET_COMM(ep, intercomm, call);
+  if (!ep->comm->inter) {
+    return handle(ep, fail(EP_ERR_COMM, call, "intercomm is not an intercommunicator"));
+  }
+  if (newintracomm == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "newintracomm is NULL"));
+  Endpoint* n = nullptr;
+  int err = ep::runtime::intercomm_merge(ep, high != 0, &n);
+  if (err == EP_SUCCESS) *newintracomm = reinterpret_cast<EP_Comm>(n);
+  return handle(ep, err);
 }
 
 int EP_Comm_tag_ub(EP_Comm comm, int* tag_ub) {
@@ -934,3 +1003,50 @@ int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
 }
 
 }  // extern "C"
+
+// ---- Collectives --------------------------------------------------------------------
+// Argument errors that every endpoint makes alike (root, count, datatype, op) are
+// found before any communication, so all endpoints return them and none waits.
+
+int EP_Barrier(EP_Comm comm) {
+  EP_GET_COMM(ep, comm, "EP_Barrier");
+  return handle(ep, ep::collectives::barrier(ep));
+}
+
+int EP_Bcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm) {
+  const char* call = "EP_Bcast";
+  EP_GET_COMM(ep, comm, call);
+  const ep::runtime::CommShared* c = ep->comm;
+  if (!c->inter && root == EP_ROOT) {
+    return handle(ep, fail(EP_ERR_ROOT, call, "root EP_ROOT is only valid on an intercommunicator"));
+  }
+  if (c->inter ? (root != EP_ROOT && root != EP_PROC_NULL && (root < 0 || root >= c->remote_size))
+               : (root < 0 || root >= c->size)) {
+    return handle(ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the %s (size %d)", root,
+                           c->inter ? "remote group" : "communicator", c->peer_size()));
+  }
+  TypeInfo ti;
+  int err = root == EP_PROC_NULL ? check_type(datatype, &ti, call, "datatype")
+                                 : check_buffer(buf, count, datatype, &ti, call);
+  if (err == EP_SUCCESS && count < 0) err = fail(EP_ERR_COUNT, call, "count %d is negative", count);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  return handle(ep, ep::collectives::bcast(ep, buf, count, datatype, ti, root));
+}
+
+int EP_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 EP_Comm comm) {
+  const char* call = "EP_Allreduce";
+  EP_GET_COMM(ep, comm, call);
+  if (op == MPI_OP_NULL) return handle(ep, fail(EP_ERR_OP, call, "op is MPI_OP_NULL"));
+  TypeInfo ti;
+  int err = check_buffer(recvbuf, count, datatype, &ti, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (sendbuf == EP_IN_PLACE && ep->comm->inter) {
+    return handle(ep, fail(EP_ERR_BUFFER, call,
+                           "sendbuf EP_IN_PLACE is not allowed on an intercommunicator"));
+  }
+  if (sendbuf == nullptr && count > 0 && ti.size > 0 && is_builtin(datatype)) {
+    return handle(ep, fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count));
+  }
+  return handle(ep, ep::collectives::allreduce(ep, sendbuf, recvbuf, count, datatype, ti, op));
+}

@@ -1,10 +1,13 @@
 #include "runtime/comm.h"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 #include <cstring>
 #include <new>
 
 #include "runtime/error.h"
+#include "runtime/exchange.h"
 #include "runtime/p2p.h"
 #include "runtime/runtime.h"
 
@@ -12,15 +15,25 @@ namespace ep::runtime {
 
 // ---- CommShared / Endpoint ----------------------------------------------------------
 
-void* CommShared::local_once(const std::function<void*()>& fn) {
+std::shared_ptr<void> CommShared::local_round(int local_index, std::string mine,
+                                              const RoundFn& fn) {
   std::unique_lock<std::mutex> lock(mu_);
   uint64_t gen = gen_;
+  if (contrib_.size() != local.size()) contrib_.resize(local.size());
+  contrib_[static_cast<size_t>(local_index)] = std::move(mine);
   if (++arrived_ == static_cast<int>(local.size())) {
-    result_ = fn();
+    // Run fn without the lock: it communicates, and the other endpoints of this
+    // fragment are all waiting for this generation (none can start the next one).
+    std::vector<std::string> contrib = std::move(contrib_);
+    contrib_.clear();
+    lock.unlock();
+    std::shared_ptr<void> result = fn(contrib);
+    lock.lock();
+    result_ = result;
     arrived_ = 0;
     ++gen_;
     cv_.notify_all();
-    return result_;
+    return result;
   }
   cv_.wait(lock, [&] { return gen_ != gen; });
   return result_;
@@ -30,6 +43,11 @@ Endpoint::Endpoint(CommShared* c, int r, int li)
     : comm(c), rank(r), local_index(li), matcher(&deliver, &materialize) {}
 
 moodycamel::ProducerToken& Endpoint::token_for(Endpoint* dest) {
+  if (dest->comm != comm) {  // another fragment: intercommunicator or merged groups
+    std::unique_ptr<moodycamel::ProducerToken>& t = other_tokens[dest];
+    if (!t) t = std::make_unique<moodycamel::ProducerToken>(dest->matcher.inbox());
+    return *t;
+  }
   size_t i = static_cast<size_t>(dest->local_index);
   if (local_tokens.size() <= i) local_tokens.resize(comm->local.size());
   if (!local_tokens[i]) {
@@ -106,7 +124,7 @@ std::vector<CommShared*> ContextTable::all() const {
 
 namespace {
 
-// Creates this process's part of a communicator with `num_local` endpoints and
+// Creates this process's fragment of a communicator with `num_local` endpoints and
 // publishes its context id at once: a peer may send as soon as *its* creation
 // returned, possibly before ours did, and the progress thread must find the
 // endpoints then (their inboxes queue the early messages).  Membership (addr, ids,
@@ -123,17 +141,40 @@ CommShared* begin(int num_local) {
   return c;
 }
 
-void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids,
-            MPI_Comm proc_comm) {
+// Fills in membership: addresses and identities by rank (local group), fragments,
+// this fragment's endpoints' ranks and their positions among this process's ranks.
+void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) {
   Runtime* rt = runtime();
   c->size = static_cast<int>(addr.size());
   c->addr = std::move(addr);
   c->ids = std::move(ids);
-  c->proc_comm = proc_comm;
-  for (int r = 0; r < c->size; ++r) c->multi_process |= c->addr[r].proc != rt->world_rank;
+  c->frag_leaders.clear();
+  c->frag_of.assign(static_cast<size_t>(c->size), 0);
+  std::unordered_map<uint64_t, int> frag;  // (proc, ctx) -> fragment index
+  int in_proc = 0;
   for (int r = 0; r < c->size; ++r) {
-    if (c->addr[r].proc == rt->world_rank) c->local[c->addr[r].local]->rank = r;
+    const EpAddr& a = c->addr[r];
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a.proc)) << 32) | a.ctx;
+    auto it = frag.find(key);
+    if (it == frag.end()) {
+      it = frag.emplace(key, static_cast<int>(c->frag_leaders.size())).first;
+      c->frag_leaders.push_back(r);
+    }
+    c->frag_of[r] = it->second;
+    if (a.proc != rt->world_rank) {
+      c->multi_process = true;
+      continue;
+    }
+    if (a.ctx == c->ctx) {
+      c->my_frag = it->second;
+      Endpoint* ep = c->local[a.local].get();
+      ep->rank = r;
+      ep->proc_local_rank = in_proc;
+    }
+    ++in_proc;
   }
+  c->proc_local_size = in_proc;
+  for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
 }
 
 // Undoes begin() when creation fails before anything was sent to the new context.
@@ -162,12 +203,60 @@ void retire(void* arg) {
   delete c;
 }
 
+// Identities order groups (compare, merge).
+bool id_less(const Identity& x, const Identity& y) {
+  return x.origin != y.origin ? x.origin < y.origin : x.rank < y.rank;
+}
+
+// Serialized addresses and identities of a group.
+std::string write_group(const std::vector<EpAddr>& addr, const std::vector<Identity>& ids) {
+  BlobWriter w;
+  w.put<uint64_t>(addr.size());
+  for (size_t r = 0; r < addr.size(); ++r) {
+    w.put<int>(addr[r].proc);
+    w.put<uint32_t>(addr[r].ctx);
+    w.put<uint16_t>(addr[r].local);
+    w.put<uint64_t>(ids[r].origin);
+    w.put<int>(ids[r].rank);
+  }
+  return w.take();
+}
+
+void read_group(BlobReader& rd, std::vector<EpAddr>* addr, std::vector<Identity>* ids) {
+  uint64_t n = rd.get<uint64_t>();
+  addr->resize(n);
+  ids->resize(n);
+  for (uint64_t r = 0; r < n; ++r) {
+    (*addr)[r].proc = rd.get<int>();
+    (*addr)[r].ctx = rd.get<uint32_t>();
+    (*addr)[r].local = rd.get<uint16_t>();
+    (*ids)[r].origin = rd.get<uint64_t>();
+    (*ids)[r].rank = rd.get<int>();
+  }
+}
+
+// The addresses of `old`'s ranks in a new communicator with the same fragments, given
+// each fragment's new context id (by fragment index).
+std::vector<EpAddr> readdress(const CommShared* old, const std::vector<std::string>& frag_ctx) {
+  std::vector<EpAddr> addr = old->addr;
+  for (int r = 0; r < old->size; ++r) {
+    BlobReader rd(frag_ctx[old->frag_of[r]]);
+    addr[r].ctx = rd.get<uint32_t>();
+  }
+  return addr;
+}
+
+std::string ctx_blob(uint32_t ctx) {
+  BlobWriter w;
+  w.put<uint32_t>(ctx);
+  return w.take();
+}
+
 }  // namespace
 
 int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
   Runtime* rt = runtime();
-  int prank = 0, psize = 0;
-  MPI_Comm_rank(parent, &prank);
+  int psize = 0;
   MPI_Comm_size(parent, &psize);
   CommShared* c = begin(num_ep > 0 ? num_ep : 0);
   // Per process: num_ep, world rank, context id, origin counter.
@@ -183,8 +272,6 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
                   "num_ep %lld on parent rank %d is negative", all[4 * p], p);
     }
   }
-  MPI_Comm proc_comm = MPI_COMM_NULL;
-  MPI_Comm_split(parent, num_ep > 0 ? 0 : MPI_UNDEFINED, prank, &proc_comm);
   if (num_ep == 0) {
     abandon(c);
     return EP_SUCCESS;
@@ -199,47 +286,359 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
       ids.push_back(Identity{origin, static_cast<int>(addr.size()) - 1});
     }
   }
-  finish(c, std::move(addr), std::move(ids), proc_comm);
+  finish(c, std::move(addr), std::move(ids));
   for (int i = 0; i < num_ep; ++i) comms[i] = reinterpret_cast<EP_Comm>(c->local[i].get());
   return EP_SUCCESS;
 }
 
+namespace {
+
+// Dup of an intracommunicator: one new fragment per old fragment, same addresses
+// otherwise.  Returns the new fragment of ep's fragment.
+CommShared* dup_intra(Endpoint* ep) {
+  CommShared* old = ep->comm;
+  const int tag = hidden_tag(ep);
+  std::shared_ptr<void> made =
+      old->local_round(ep->local_index, std::string(), [old, tag](std::vector<std::string>&) {
+        CommShared* c = begin(static_cast<int>(old->local.size()));
+        std::vector<std::string> ctxs = frag_allgather(old, tag, ctx_blob(c->ctx));
+        finish(c, readdress(old, ctxs), old->ids);
+        return std::shared_ptr<void>(c, [](CommShared*) {});
+      });
+  return static_cast<CommShared*>(made.get());
+}
+
+// The hidden local_comm endpoint that stands for intercomm endpoint `ep`.
+Endpoint* local_side(Endpoint* ep) { return ep->comm->local_comm->local[ep->local_index].get(); }
+
+// The new fragments of one group of an intercommunicator being made: the half `h`
+// and its hidden local_comm `d`, with the whole group's addresses in both.
+struct Halves {
+  CommShared* h = nullptr;
+  CommShared* d = nullptr;
+  std::vector<EpAddr> haddr, daddr;
+};
+
+// Collective over the endpoints of the intracommunicator of `lep`.
+std::shared_ptr<Halves> make_halves(Endpoint* lep) {
+  CommShared* lc = lep->comm;
+  const int tag = hidden_tag(lep);
+  return std::static_pointer_cast<Halves>(
+      lc->local_round(lep->local_index, std::string(), [lc, tag](std::vector<std::string>&) {
+        auto hv = std::make_shared<Halves>();
+        hv->h = begin(static_cast<int>(lc->local.size()));
+        hv->d = begin(static_cast<int>(lc->local.size()));
+        BlobWriter w;
+        w.put<uint32_t>(hv->h->ctx);
+        w.put<uint32_t>(hv->d->ctx);
+        std::vector<std::string> frags = frag_allgather(lc, tag, w.take());
+        hv->haddr = hv->daddr = lc->addr;
+        for (int r = 0; r < lc->size; ++r) {
+          BlobReader rd(frags[lc->frag_of[r]]);
+          hv->haddr[r].ctx = rd.get<uint32_t>();
+          hv->daddr[r].ctx = rd.get<uint32_t>();
+        }
+        return std::static_pointer_cast<void>(hv);
+      }));
+}
+
+// Once per fragment (inside a local_round fn): finish both fragments of `hv`, or
+// abandon them if the creation failed.
+void complete_halves(CommShared* lc, Halves& hv, bool ok, const std::string& remote) {
+  if (!ok) {
+    abandon(hv.h);
+    abandon(hv.d);
+    return;
+  }
+  BlobReader rd(remote);
+  CommShared* h = hv.h;
+  read_group(rd, &h->remote_addr, &h->remote_ids);
+  h->inter = true;
+  h->remote_size = static_cast<int>(h->remote_addr.size());
+  h->local_comm = hv.d;
+  finish(hv.d, hv.daddr, lc->ids);
+  finish(h, hv.haddr, lc->ids);
+}
+
+Endpoint* adopt(CommShared* c, const Endpoint* from, int local_index) {
+  Endpoint* n = c->local[local_index].get();
+  n->errhandler = from->errhandler;
+  return n;
+}
+
+}  // namespace
+
 int comm_dup(Endpoint* ep, Endpoint** out) {
   CommShared* old = ep->comm;
-  void* made = old->local_once([old]() -> void* {
-    Runtime* rt = runtime();
-    CommShared* c = begin(static_cast<int>(old->local.size()));
-    int nprocs = 0;
-    MPI_Comm_size(old->proc_comm, &nprocs);
-    std::vector<long long> ctxs(nprocs * 2);
-    long long mine[2] = {rt->world_rank, c->ctx};
-    MPI_Allgather(mine, 2, MPI_LONG_LONG, ctxs.data(), 2, MPI_LONG_LONG, old->proc_comm);
-    MPI_Comm proc_comm;
-    MPI_Comm_dup(old->proc_comm, &proc_comm);
-    std::vector<EpAddr> addr = old->addr;
-    for (EpAddr& a : addr) {
-      for (int p = 0; p < nprocs; ++p) {
-        if (ctxs[2 * p] == a.proc) a.ctx = static_cast<uint32_t>(ctxs[2 * p + 1]);
-      }
-    }
-    finish(c, std::move(addr), old->ids, proc_comm);
-    return c;
+  if (!old->inter) {
+    *out = adopt(dup_intra(ep), ep, ep->local_index);
+    return EP_SUCCESS;
+  }
+  // Intercommunicator: each group makes its new fragments, then the two rank-0
+  // endpoints swap their group's addresses over the old intercommunicator.
+  const int tag = hidden_tag(ep);
+  Endpoint* lep = local_side(ep);
+  CommShared* ld = old->local_comm;
+  std::shared_ptr<Halves> hv = make_halves(lep);
+  std::string remote;
+  if (ep->rank == 0) remote = sendrecv_hidden(ep, 0, tag, write_group(hv->haddr, ld->ids), 0, tag);
+  bcast(lep, 0, std::move(remote), [ld, hv](std::string& data) {
+    complete_halves(ld, *hv, true, data);
+    return std::shared_ptr<void>();
   });
-  auto* c = static_cast<CommShared*>(made);
-  Endpoint* n = c->local[ep->local_index].get();
-  n->errhandler = ep->errhandler;
+  *out = adopt(hv->h, ep, ep->local_index);
+  return EP_SUCCESS;
+}
+
+int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
+  CommShared* old = ep->comm;
+  const int tag = hidden_tag(ep);
+  struct Made {
+    std::vector<Endpoint*> by_local;  // new endpoint of each old local endpoint (or null)
+    int bad_rank = -1;                // an endpoint that passed an invalid colour
+    int bad_color = 0;
+  };
+  BlobWriter mine;
+  mine.put<int>(color);
+  mine.put<int>(key);
+  std::shared_ptr<void> res = old->local_round(
+      ep->local_index, mine.take(), [old, tag](std::vector<std::string>& contrib) {
+        const int n = static_cast<int>(contrib.size());
+        std::vector<int> colors(n), keys(n);
+        for (int i = 0; i < n; ++i) {
+          BlobReader rd(contrib[i]);
+          colors[i] = rd.get<int>();
+          keys[i] = rd.get<int>();
+        }
+        // One fragment per colour used here; local order = new rank order among them.
+        auto order = [&](int a, int b) {
+          return keys[a] != keys[b] ? keys[a] < keys[b] : a < b;  // local index ~ old rank
+        };
+        std::map<int, std::vector<int>> members;  // colour -> local indices, new order
+        for (int i = 0; i < n; ++i) {
+          if (colors[i] != EP_UNDEFINED && colors[i] >= 0) members[colors[i]].push_back(i);
+        }
+        std::map<int, CommShared*> made;
+        std::vector<int> new_local(n, -1);
+        for (auto& [col, v] : members) {
+          std::sort(v.begin(), v.end(), order);
+          made[col] = begin(static_cast<int>(v.size()));
+          for (size_t j = 0; j < v.size(); ++j) new_local[v[j]] = static_cast<int>(j);
+        }
+        BlobWriter w;
+        for (int i = 0; i < n; ++i) {
+          w.put<int>(old->local[i]->rank);
+          w.put<int>(colors[i]);
+          w.put<int>(keys[i]);
+          w.put<uint32_t>(new_local[i] >= 0 ? made[colors[i]]->ctx : 0);
+          w.put<int>(new_local[i]);
+        }
+        std::vector<std::string> frags = frag_allgather(old, tag, w.take());
+        struct Rec {
+          int color = EP_UNDEFINED, key = 0, local = -1;
+          uint32_t ctx = 0;
+        };
+        std::vector<Rec> recs(static_cast<size_t>(old->size));
+        for (const std::string& f : frags) {
+          BlobReader rd(f);
+          while (!rd.done()) {
+            int r = rd.get<int>();
+            Rec x;
+            x.color = rd.get<int>();
+            x.key = rd.get<int>();
+            x.ctx = rd.get<uint32_t>();
+            x.local = rd.get<int>();
+            if (r >= 0 && r < old->size) recs[r] = x;
+          }
+        }
+        auto m = std::make_shared<Made>();
+        m->by_local.assign(n, nullptr);
+        for (int r = 0; r < old->size; ++r) {
+          if (recs[r].color != EP_UNDEFINED && recs[r].color < 0 && m->bad_rank < 0) {
+            m->bad_rank = r;
+            m->bad_color = recs[r].color;
+          }
+        }
+        for (auto& [col, c] : made) {
+          if (m->bad_rank >= 0) {
+            abandon(c);
+            continue;
+          }
+          std::vector<int> ranks;
+          for (int r = 0; r < old->size; ++r) {
+            if (recs[r].color == col) ranks.push_back(r);
+          }
+          std::stable_sort(ranks.begin(), ranks.end(),
+                           [&](int a, int b) { return recs[a].key < recs[b].key; });
+          std::vector<EpAddr> addr;
+          std::vector<Identity> ids;
+          for (int r : ranks) {
+            addr.push_back(EpAddr{old->addr[r].proc, recs[r].ctx,
+                                  static_cast<uint16_t>(recs[r].local)});
+            ids.push_back(old->ids[r]);
+          }
+          finish(c, std::move(addr), std::move(ids));
+        }
+        if (m->bad_rank < 0) {
+          for (int i = 0; i < n; ++i) {
+            if (new_local[i] >= 0) m->by_local[i] = made[colors[i]]->local[new_local[i]].get();
+          }
+        }
+        return std::static_pointer_cast<void>(m);
+      });
+  auto* m = static_cast<Made*>(res.get());
+  if (m->bad_rank >= 0) {
+    return fail(EP_ERR_ARG, "EP_Comm_split",
+                "color %d at rank %d is negative (and not EP_UNDEFINED)", m->bad_color,
+                m->bad_rank);
+  }
+  Endpoint* n = m->by_local[ep->local_index];
+  if (n != nullptr) n->errhandler = ep->errhandler;
   *out = n;
   return EP_SUCCESS;
 }
 
-void comm_free(Endpoint* ep) {
+int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_leader, int tag,
+                     Endpoint** out) {
+  const char* call = "EP_Intercomm_create";
+  CommShared* lc = ep->comm;
+  std::shared_ptr<Halves> hv = make_halves(ep);
+  // The leader swaps group tables with the remote leader over peer_comm and checks
+  // them; its verdict (and the remote table) reaches its group by a broadcast.
+  BlobWriter verdict;
+  if (ep->rank == local_leader) {
+    int code = EP_SUCCESS;
+    std::string msg, remote;
+    if (peer == nullptr) {
+      code = EP_ERR_COMM;
+      msg = "peer_comm at the local leader is not a valid communicator";
+    } else if (peer->comm->inter) {
+      code = EP_ERR_COMM;
+      msg = "peer_comm at the local leader is an intercommunicator";
+    } else if (tag < 0 || tag > peer->comm->tag_ub) {
+      code = EP_ERR_TAG;
+      msg = "tag " + std::to_string(tag) + " is not in 0..EP_Comm_tag_ub (" +
+            std::to_string(peer->comm->tag_ub) + ")";
+    } else if (remote_leader < 0 || remote_leader >= peer->comm->size) {
+      code = EP_ERR_RANK;
+      msg = "remote_leader " + std::to_string(remote_leader) + " is not a rank of peer_comm (size " +
+            std::to_string(peer->comm->size) + ")";
+    } else {
+      const int itag = kIntercommTagBase - tag;
+      remote = sendrecv_hidden(peer, remote_leader, itag, write_group(hv->haddr, lc->ids),
+                               remote_leader, itag);
+      std::vector<EpAddr> raddr;
+      std::vector<Identity> rids;
+      BlobReader rd(remote);
+      read_group(rd, &raddr, &rids);
+      for (size_t i = 0; i < rids.size() && code == EP_SUCCESS; ++i) {
+        for (int r = 0; r < lc->size; ++r) {
+          if (lc->ids[r] == rids[i]) {
+            code = EP_ERR_GROUP;
+            msg = "the groups overlap: local rank " + std::to_string(r) +
+                  " is also rank " + std::to_string(i) + " of the remote group";
+            break;
+          }
+        }
+      }
+    }
+    verdict.put<int>(code);
+    verdict.put_bytes(msg);
+    verdict.put_bytes(remote);
+  }
+  auto result = std::static_pointer_cast<std::string>(
+      bcast(ep, local_leader, verdict.take(), [lc, hv](std::string& data) {
+        BlobReader rd(data);
+        int code = rd.get<int>();
+        rd.get_bytes();
+        complete_halves(lc, *hv, code == EP_SUCCESS, rd.get_bytes());
+        return std::make_shared<std::string>(data);
+      }));
+  BlobReader rd(*result);
+  int code = rd.get<int>();
+  std::string msg = rd.get_bytes();
+  if (code != EP_SUCCESS) {
+    return fail(code, call, "%s (found by local leader %d)", msg.c_str(), local_leader);
+  }
+  *out = adopt(hv->h, ep, ep->local_index);
+  return EP_SUCCESS;
+}
+
+int intercomm_merge(Endpoint* ep, bool high, Endpoint** out) {
+  CommShared* h = ep->comm;
+  CommShared* ld = h->local_comm;
+  Endpoint* lep = local_side(ep);
+  const int tag = hidden_tag(ep);
+  const int tag2 = hidden_tag(lep);
+  struct Merged {
+    CommShared* m = nullptr;
+    std::vector<EpAddr> addr;  // this group's ranks in the new communicator's fragments
+    int high = 0;              // the group's `high` (its rank 0's)
+  };
+  // Each fragment of this group makes its new fragment; the group learns the addresses.
+  auto mg = std::static_pointer_cast<Merged>(ld->local_round(
+      lep->local_index, std::string(1, high ? 1 : 0), [ld, tag2](std::vector<std::string>& c) {
+        auto mg = std::make_shared<Merged>();
+        mg->m = begin(static_cast<int>(ld->local.size()));
+        BlobWriter w;
+        w.put<uint32_t>(mg->m->ctx);
+        w.put<int>(c[0][0]);
+        std::vector<std::string> frags = frag_allgather(ld, tag2, w.take());
+        mg->addr = ld->addr;
+        for (int r = 0; r < ld->size; ++r) {
+          BlobReader rd(frags[ld->frag_of[r]]);
+          mg->addr[r].ctx = rd.get<uint32_t>();
+        }
+        BlobReader rd0(frags[0]);  // fragment 0 holds rank 0
+        rd0.get<uint32_t>();
+        mg->high = rd0.get<int>();
+        return std::static_pointer_cast<void>(mg);
+      }));
+  std::string remote;
+  if (ep->rank == 0) {
+    BlobWriter w;
+    w.put<int>(mg->high);
+    w.put_bytes(write_group(mg->addr, ld->ids));
+    remote = sendrecv_hidden(ep, 0, tag, w.take(), 0, tag);
+  }
+  // Every fragment of the group gets the remote group's data and builds the result.
+  bcast(lep, 0, std::move(remote), [ld, mg](std::string& data) {
+    BlobReader rd(data);
+    int rhigh = rd.get<int>();
+    std::string g = rd.get_bytes();
+    BlobReader gr(g);
+    std::vector<EpAddr> raddr;
+    std::vector<Identity> rids;
+    read_group(gr, &raddr, &rids);
+    // The low group first; on a tie, the group whose rank 0 has the smaller identity.
+    bool mine_first = mg->high != rhigh ? mg->high == 0
+                                        : (rids.empty() || id_less(ld->ids[0], rids[0]));
+    std::vector<EpAddr> addr = mine_first ? mg->addr : raddr;
+    std::vector<Identity> ids = mine_first ? ld->ids : rids;
+    const std::vector<EpAddr>& a2 = mine_first ? raddr : mg->addr;
+    const std::vector<Identity>& i2 = mine_first ? rids : ld->ids;
+    addr.insert(addr.end(), a2.begin(), a2.end());
+    ids.insert(ids.end(), i2.begin(), i2.end());
+    finish(mg->m, std::move(addr), std::move(ids));
+    return std::shared_ptr<void>();
+  });
+  *out = adopt(mg->m, ep, ep->local_index);
+  return EP_SUCCESS;
+}
+
+Endpoint* local_peer(Endpoint* ep, int rank) {
   CommShared* c = ep->comm;
-  ep->magic = 0;
-  // acq_rel: the last handle's release sees every other endpoint's last use.
-  if (c->live_handles.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  const EpAddr& a = c->peer(rank);
+  if (a.proc != runtime()->world_rank) return nullptr;
+  CommShared* d = a.ctx == c->ctx ? c : runtime()->contexts.lookup(a.ctx);
+  return d == nullptr ? nullptr : d->local[a.local].get();
+}
+
+namespace {
+
+void unpublish_and_retire(CommShared* c) {
   Runtime* rt = runtime();
   rt->contexts.unpublish(c->ctx);
-  MPI_Comm_free(&c->proc_comm);
   progress::Command cmd;
   cmd.kind = progress::Command::kRun;
   cmd.fn = &retire;
@@ -247,24 +646,39 @@ void comm_free(Endpoint* ep) {
   rt->engine.submit(cmd);
 }
 
+}  // namespace
+
+void comm_free(Endpoint* ep) {
+  CommShared* c = ep->comm;
+  ep->magic = 0;
+  // acq_rel: the last handle's release sees every other endpoint's last use.
+  if (c->live_handles.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (c->local_comm != nullptr) unpublish_and_retire(c->local_comm);
+  unpublish_and_retire(c);
+}
+
 int comm_compare(Endpoint* a, Endpoint* b) {
-  if (a->comm == b->comm) return EP_IDENT;
-  if (a->comm->ids == b->comm->ids) return EP_CONGRUENT;
-  if (a->comm->size != b->comm->size) return EP_UNEQUAL;
-  auto key = [](const Identity& x, const Identity& y) {
-    return x.origin != y.origin ? x.origin < y.origin : x.rank < y.rank;
+  const CommShared* x = a->comm;
+  const CommShared* y = b->comm;
+  if (x == y) return EP_IDENT;
+  if (x->inter != y->inter) return EP_UNEQUAL;
+  auto same_members = [](std::vector<Identity> p, std::vector<Identity> q) {
+    if (p.size() != q.size()) return false;
+    std::sort(p.begin(), p.end(), id_less);
+    std::sort(q.begin(), q.end(), id_less);
+    return p == q;
   };
-  std::vector<Identity> x = a->comm->ids, y = b->comm->ids;
-  std::sort(x.begin(), x.end(), key);
-  std::sort(y.begin(), y.end(), key);
-  return x == y ? EP_SIMILAR : EP_UNEQUAL;
+  bool congruent = x->ids == y->ids && (!x->inter || x->remote_ids == y->remote_ids);
+  if (congruent) return EP_CONGRUENT;
+  bool similar = same_members(x->ids, y->ids) &&
+                 (!x->inter || same_members(x->remote_ids, y->remote_ids));
+  return similar ? EP_SIMILAR : EP_UNEQUAL;
 }
 
 void comm_free_all() {
   Runtime* rt = runtime();
   for (CommShared* c : rt->contexts.all()) {
     rt->contexts.unpublish(c->ctx);
-    if (c->proc_comm != MPI_COMM_NULL) MPI_Comm_free(&c->proc_comm);
     delete c;
   }
 }

@@ -1,33 +1,49 @@
 // comm.h - endpoints communicators, endpoints, groups and the context table.
 //
-// What it is: an endpoints communicator is represented in each process by one
-// `CommShared` (membership: where every rank lives) and one `Endpoint` per rank that
-// lives in this process.  An EP_Comm handle is an Endpoint*.  Every rank r has an
-// address {proc: MPI_COMM_WORLD rank, ctx: that process's context id for this
-// communicator, local: index among that process's endpoints}; a packet header
-// carries (ctx, local) so the receiving progress thread finds the endpoint with two
-// array lookups - the cost does not grow with the number of communicators.
+// What it is: an endpoints communicator is represented in each process by one or
+// more *fragments* (`CommShared`): a fragment holds this process's endpoints of the
+// communicator (`local`, in rank order) and the addresses of all ranks.  An EP_Comm
+// handle is an Endpoint*.  Every rank r has an address {proc: MPI_COMM_WORLD rank,
+// ctx: the context id of the fragment holding it, local: its index in that
+// fragment}; a packet header carries (ctx, local), so the receiving progress thread
+// finds the endpoint with two array lookups - the cost does not grow with the number
+// of communicators.  Communicators from EP_Comm_create_endpoints, dup and split have
+// one fragment per process; a merged intercommunicator whose groups share a process
+// has two fragments there (one per group), which is why collectives work on
+// fragments, not processes (runtime/exchange.h).
+//
+// Intercommunicators: each group's fragment ("half") has `inter` set, `addr`/`ids`
+// for its local group and `remote_addr`/`remote_ids` for the remote group; point-to-
+// point addresses the remote group (peer()).  `local_comm` is a hidden intracomm over
+// the local group (same local indices) that carries the group-internal part of
+// collectives on the intercommunicator.
 //
 // Each endpoint has an identity {origin, rank} fixed when EP_Comm_create_endpoints
-// made it; dup and split keep identities, so groups compare and translate by them.
+// made it; dup, split and merge keep identities, so groups compare and translate by
+// them.
 //
-// MPI resources: one endpoints communicator costs one MPI communicator
-// (`proc_comm`, the processes that hold its endpoints), used for the creation of
-// derived communicators; point-to-point traffic of all communicators shares the
-// progress engine's two communicators.
+// MPI resources: none per endpoints communicator.  Creation exchanges (dup, split,
+// intercomm create/merge) run as libep point-to-point on hidden tags among fragment
+// leaders; point-to-point traffic of all communicators shares the progress engine's
+// two MPI communicators.  EP_Comm_create_endpoints itself uses one MPI_Allgather on
+// the parent.  A communicator costs a context id per fragment and O(size) memory.
 //
 // Lifetime: created collectively; each local endpoint's handle is freed by
-// EP_Comm_free; when the last local handle is freed the context id is unpublished
-// and the objects are deleted on the progress thread once no matcher is active.
+// EP_Comm_free; when the last local handle of a fragment is freed its context id
+// (and its hidden local_comm's) is unpublished and the objects are deleted on the
+// progress thread once no matcher is active.
 //
 // Threading: CommShared is immutable after publication except `live_handles`
 // (atomic) and the creation rendezvous (`mu_`).  An Endpoint is used by one thread at
-// a time (enforced by `busy`); its matcher is concurrent (matching.h).
+// a time (enforced by `busy`); its matcher is concurrent (matching.h).  Inside
+// local_round() the thread that runs `fn` may act for the fragment's leader endpoint
+// (local[0]) while its own thread is blocked in the same local_round.
 //
 // Memory ordering: ContextTable::publish stores with release and lookup loads with
 // acquire, so the progress thread sees a fully built CommShared.  Endpoint::busy is
 // taken with an acquire exchange and released with a release store, so consecutive
-// users of a handle (on different threads) are ordered.
+// users of a handle (on different threads) are ordered.  local_round hands data
+// between threads under mu_.
 #ifndef EP_RUNTIME_COMM_H_
 #define EP_RUNTIME_COMM_H_
 
@@ -38,6 +54,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ep/ep.h"
@@ -63,25 +81,43 @@ class Endpoint;
 class CommShared {
  public:
   uint32_t ctx = 0;
-  int size = 0;
-  std::vector<EpAddr> addr;   // by rank
-  std::vector<Identity> ids;  // by rank
-  std::vector<std::unique_ptr<Endpoint>> local;  // this process's endpoints, rank order
-  MPI_Comm proc_comm = MPI_COMM_NULL;
+  int size = 0;                // of the (local) group
+  std::vector<EpAddr> addr;    // by rank (local group)
+  std::vector<Identity> ids;   // by rank (local group)
+  std::vector<std::unique_ptr<Endpoint>> local;  // this fragment's endpoints, rank order
   std::atomic<int> live_handles{0};
   int tag_ub = 0;
-  bool multi_process = false;  // some rank lives in another process
+  bool multi_process = false;  // some peer lives in another process
+  // Fragments (set by finish): the lowest rank of each (proc, ctx), ascending; the
+  // fragment of every rank; this fragment's index; ranks of this comm in this process.
+  std::vector<int> frag_leaders;
+  std::vector<int> frag_of;
+  int my_frag = 0;
+  int proc_local_size = 0;
+  // Intercommunicators only:
+  bool inter = false;
+  int remote_size = 0;
+  std::vector<EpAddr> remote_addr;
+  std::vector<Identity> remote_ids;
+  CommShared* local_comm = nullptr;  // hidden intracomm over the local group
 
-  // All local endpoints call this in the same order; the last to arrive runs `fn`
-  // and every caller returns its result.
-  void* local_once(const std::function<void*()>& fn);
+  // Addresses that point-to-point uses: the remote group on an intercommunicator.
+  const EpAddr& peer(int r) const { return inter ? remote_addr[r] : addr[r]; }
+  int peer_size() const { return inter ? remote_size : size; }
+
+  // Every endpoint of this fragment calls this once per round, in the same order,
+  // with its contribution; the last to arrive runs fn(contributions by local index)
+  // and every caller returns fn's result.
+  using RoundFn = std::function<std::shared_ptr<void>(std::vector<std::string>&)>;
+  std::shared_ptr<void> local_round(int local_index, std::string mine, const RoundFn& fn);
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  int arrived_ = 0;      // guarded by mu_
-  uint64_t gen_ = 0;     // guarded by mu_
-  void* result_ = nullptr;  // guarded by mu_
+  int arrived_ = 0;                    // guarded by mu_
+  uint64_t gen_ = 0;                   // guarded by mu_
+  std::vector<std::string> contrib_;   // guarded by mu_
+  std::shared_ptr<void> result_;       // guarded by mu_
 };
 
 class Endpoint {
@@ -92,13 +128,17 @@ class Endpoint {
   uint32_t magic = kMagic;
   CommShared* const comm;
   int rank;  // set by the creating thread before the handle is returned
-  const int local_index;
+  const int local_index;  // in comm->local
+  int proc_local_rank = 0;  // among this comm's ranks in this process (all fragments)
+  uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
   Matcher matcher;
   std::atomic<int> busy{0};
   // One token per local destination inbox (this endpoint's messages to one
   // destination keep their order: moodycamel is FIFO per producer token).
   std::vector<std::unique_ptr<moodycamel::ProducerToken>> local_tokens;
+  // The same for destinations in other fragments of this process.
+  std::unordered_map<Endpoint*, std::unique_ptr<moodycamel::ProducerToken>> other_tokens;
   // The progress thread's token for this endpoint's inbox (only it touches this).
   std::unique_ptr<moodycamel::ProducerToken> progress_token;
 
@@ -133,7 +173,16 @@ struct Group {
 
 // Collective over the processes of parent (see ep.h).  Returns an EP_ERR_* code.
 int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]);
+// Collective over the endpoints of ep's communicator (intra or inter).
 int comm_dup(Endpoint* ep, Endpoint** out);
+// Collective over ep's (intra)communicator; *out is nullptr for EP_UNDEFINED.
+int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
+// Collective over local_comm; `peer` and `remote_leader` matter at the local leader.
+int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_leader, int tag,
+                     Endpoint** out);
+int intercomm_merge(Endpoint* ep, bool high, Endpoint** out);
+// Where a rank of ep's peer group lives in this process (nullptr: another process).
+Endpoint* local_peer(Endpoint* ep, int rank);
 void comm_free(Endpoint* ep);
 int comm_compare(Endpoint* a, Endpoint* b);
 // Deletes every communicator still alive (EP_Finalize, after the engine stopped).

@@ -162,9 +162,15 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   } else if (out != nullptr || rendezvous) {
     r = request_new(RequestKind::kSend, 2);
   }
-  const EpAddr& a = ep->comm->addr[dest];
+  const EpAddr& a = ep->comm->peer(dest);
   if (a.proc == rt->world_rank) {
-    send_local(sbuf, scount, stype, sti, tag, ep, ep->comm->local[a.local].get(), rendezvous, r);
+    Endpoint* d = local_peer(ep, dest);
+    if (d == nullptr) {  // the destination's fragment was freed: nobody can receive this
+      rt->counters.dropped_packets.fetch_add(1, std::memory_order_relaxed);  // statistics
+      if (r != nullptr) request_complete(r);
+    } else {
+      send_local(sbuf, scount, stype, sti, tag, ep, d, rendezvous, r);
+    }
   } else {
     send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, r);
   }
@@ -200,7 +206,7 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
   }
   r->owner = ep;
   r->needs_engine = ep->comm->multi_process &&
-                    (source == EP_ANY_SOURCE || ep->comm->addr[source].proc != runtime()->world_rank);
+                    (source == EP_ANY_SOURCE || ep->comm->peer(source).proc != runtime()->world_rank);
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;

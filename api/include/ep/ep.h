@@ -150,7 +150,18 @@ int EP_Comm_local_size(EP_Comm comm, int *size);
 int EP_Comm_dup(EP_Comm comm, EP_Comm *newcomm); /* collective over the endpoints */
 int EP_Comm_free(EP_Comm *comm);                 /* sets *comm to EP_COMM_NULL */
 int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int *result);
+/* MPI semantics over endpoints: endpoints of one process may pick different colours;
+ * key orders ranks across the whole new communicator (ties by old rank). */
+int EP_Comm_split(EP_Comm comm, int color, int key, EP_Comm *newcomm);
 int EP_Comm_test_inter(EP_Comm comm, int *flag);
+int EP_Comm_remote_size(EP_Comm comm, int *size); /* intercommunicators only */
+/* The two groups must be disjoint as endpoints; they may share MPI processes.
+ * peer_comm and remote_leader are significant only at the local leader. */
+int EP_Intercomm_create(EP_Comm local_comm, int local_leader, EP_Comm peer_comm,
+                        int remote_leader, int tag, EP_Comm *newintercomm);
+/* The group passing high = 0 comes first; if both groups pass the same value, the
+ * group whose rank 0 endpoint was created first (smaller creation identity) does. */
+int EP_Intercomm_merge(EP_Comm intercomm, int high, EP_Comm *newintracomm);
 int EP_Comm_tag_ub(EP_Comm comm, int *tag_ub); /* >= 32767 always */
 int EP_Comm_group(EP_Comm comm, EP_Group *group);
 int EP_Group_size(EP_Group group, int *size);
@@ -210,6 +221,15 @@ int EP_Request_free(EP_Request *request);
 int EP_Cancel(EP_Request *request);
 int EP_Test_cancelled(const EP_Status *status, int *flag);
 int EP_Request_get_status(EP_Request request, int *flag, EP_Status *status);
+
+/* ---- Collectives (every endpoint of the communicator calls) ------------------------ */
+/* On an intercommunicator: Barrier spans both groups; Bcast takes EP_ROOT at the root,
+ * EP_PROC_NULL at the other members of the root's group and the root's rank in the
+ * remote group elsewhere; Allreduce gives each group the reduction of the other's data. */
+int EP_Barrier(EP_Comm comm);
+int EP_Bcast(void *buf, int count, MPI_Datatype datatype, int root, EP_Comm comm);
+int EP_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 EP_Comm comm);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,180 @@
+#include "runtime/exchange.h"
+
+#include "runtime/datatype.h"
+#include "runtime/p2p.h"
+#include "runtime/runtime.h"
+
+namespace ep::runtime {
+namespace {
+
+TypeInfo byte_info() {
+  TypeInfo ti;
+  ti.size = 1;
+  ti.extent = 1;
+  ti.contiguous = true;
+  return ti;
+}
+
+constexpr const char* kCall = "libep internal exchange";
+
+}  // namespace
+
+int hidden_tag(Endpoint* ep) {
+  uint32_t n = ep->coll_seq++ & ((1u << 27) - 1);
+  return -4 - 4 * static_cast<int>(n);
+}
+
+// A hidden message is its length (8 bytes) followed, if not empty, by its bytes,
+// both under the same tag (non-overtaking keeps them together): the receiver posts
+// ordinary receives of known size and waits on them (no probe polling).
+namespace {
+
+void start_send(Endpoint* ep, int dest, int tag, const std::string& data, const uint64_t* len,
+                Request** reqs) {
+  const TypeInfo ti = byte_info();
+  reqs[1] = nullptr;
+  send(len, 8, MPI_BYTE, ti, dest, tag, ep, SendMode::kStandard, &reqs[0], kCall);
+  if (!data.empty()) {
+    send(data.data(), static_cast<int>(data.size()), MPI_BYTE, ti, dest, tag, ep,
+         SendMode::kStandard, &reqs[1], kCall);
+  }
+}
+
+void finish_requests(Request** reqs, int n) {
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == nullptr) continue;
+    request_wait(reqs[i], runtime()->config.progress_policy);
+    request_unref(reqs[i]);
+  }
+}
+
+}  // namespace
+
+void send_hidden(Endpoint* ep, int dest, int tag, const std::string& data) {
+  uint64_t len = data.size();
+  Request* reqs[2];
+  start_send(ep, dest, tag, data, &len, reqs);
+  finish_requests(reqs, 2);
+}
+
+std::string recv_hidden(Endpoint* ep, int source, int tag) {
+  const TypeInfo ti = byte_info();
+  uint64_t len = 0;
+  Request* r = post_recv(&len, 8, MPI_BYTE, ti, source, tag, ep);
+  finish_requests(&r, 1);
+  std::string out(static_cast<size_t>(len), '\0');
+  if (len > 0) {
+    r = post_recv(out.data(), static_cast<int>(len), MPI_BYTE, ti, source, tag, ep);
+    finish_requests(&r, 1);
+  }
+  return out;
+}
+
+std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
+                            int source, int rtag) {
+  uint64_t len = data.size();
+  Request* reqs[2];
+  start_send(ep, dest, stag, data, &len, reqs);
+  std::string out = recv_hidden(ep, source, rtag);
+  finish_requests(reqs, 2);
+  return out;
+}
+
+std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine) {
+  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  Endpoint* lead = c->local[0].get();
+  std::string all;
+  if (c->my_frag == 0) {
+    BlobWriter w;
+    w.put_bytes(mine);
+    for (int f = 1; f < nfrag; ++f) w.put_bytes(recv_hidden(lead, c->frag_leaders[f], tag));
+    all = w.take();
+  } else {
+    send_hidden(lead, c->frag_leaders[0], tag, mine);
+  }
+  all = frag_bcast(c, tag - 1, 0, std::move(all));
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(nfrag));
+  BlobReader rd(all);
+  for (int f = 0; f < nfrag; ++f) out.push_back(rd.get_bytes());
+  return out;
+}
+
+std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine) {
+  const int n = static_cast<int>(c->frag_leaders.size());
+  Endpoint* lead = c->local[0].get();
+  const int vr = (c->my_frag - root_frag + n) % n;
+  auto leader_of = [&](int v) { return c->frag_leaders[(v + root_frag) % n]; };
+  int mask = 1;
+  while (mask < n) {  // binomial tree: receive from the parent
+    if (vr & mask) {
+      mine = recv_hidden(lead, leader_of(vr - mask), tag);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {  // then send to the children
+    if (vr + mask < n) send_hidden(lead, leader_of(vr + mask), tag, mine);
+  }
+  return mine;
+}
+
+std::shared_ptr<void> allgather(Endpoint* ep, std::string mine, const GatherPost& post) {
+  CommShared* c = ep->comm;
+  const int tag = hidden_tag(ep);
+  return c->local_round(ep->local_index, std::move(mine),
+                        [c, tag, &post](std::vector<std::string>& contrib) {
+    BlobWriter w;
+    for (size_t i = 0; i < contrib.size(); ++i) {
+      w.put<int>(c->local[i]->rank);
+      w.put_bytes(contrib[i]);
+    }
+    std::vector<std::string> frags = frag_allgather(c, tag, w.take());
+    auto by_rank = std::make_shared<std::vector<std::string>>(static_cast<size_t>(c->size));
+    for (const std::string& f : frags) {
+      BlobReader rd(f);
+      while (!rd.done()) {
+        int r = rd.get<int>();
+        std::string b = rd.get_bytes();
+        if (r >= 0 && r < c->size) (*by_rank)[r] = std::move(b);
+      }
+    }
+    if (post) return post(*by_rank);
+    return std::static_pointer_cast<void>(by_rank);
+  });
+}
+
+std::vector<std::string> allgather(Endpoint* ep, std::string mine) {
+  return *std::static_pointer_cast<std::vector<std::string>>(
+      allgather(ep, std::move(mine), GatherPost()));
+}
+
+std::shared_ptr<void> bcast(Endpoint* ep, int root, std::string data, const BcastPost& post) {
+  CommShared* c = ep->comm;
+  const int tag = hidden_tag(ep);
+  const int root_frag = c->frag_of[root];
+  const int root_local = c->addr[root].local;
+  return c->local_round(ep->local_index, std::move(data),
+                        [c, tag, root_frag, root_local, &post](std::vector<std::string>& contrib) {
+    std::string blob;
+    if (root_frag == c->my_frag) blob = std::move(contrib[root_local]);
+    auto out = std::make_shared<std::string>(frag_bcast(c, tag, root_frag, std::move(blob)));
+    if (post) return post(*out);
+    return std::static_pointer_cast<void>(out);
+  });
+}
+
+std::string bcast(Endpoint* ep, int root, std::string data) {
+  return *std::static_pointer_cast<std::string>(bcast(ep, root, std::move(data), BcastPost()));
+}
+
+void barrier(Endpoint* ep) {
+  CommShared* c = ep->comm;
+  const int tag = hidden_tag(ep);
+  c->local_round(ep->local_index, std::string(), [c, tag](std::vector<std::string>&) {
+    frag_allgather(c, tag, std::string());
+    return std::shared_ptr<void>();
+  });
+}
+
+}  // namespace ep::runtime
