@@ -1,6 +1,6 @@
 // p2p_bench.cc - point-to-point benchmarks of libep against their baselines.
 //
-// Run as `mpiexec -n 2 p2p_bench [--reps N] [--rep-seconds S] [--phases abcd]`.
+// Run as `mpiexec -n 2 p2p_bench [--reps N] [--rep-seconds S] [--phases abcde]`.
 // Process 0 prints one markdown table: every libep figure next to its baseline,
 // measured in the same run (repetitions interleaved where the setup allows), the
 // ratio of the medians and the target.
@@ -19,6 +19,9 @@
 //      more (EP_Comm_dup) are alive vs the same communicator alone (measured before
 //      the dups exist); d'' repeats the baseline after the 1000 were freed.
 //                                                                   target <= 1.5x
+//   e. 8-byte ping-pong across the processes on one endpoints communicator after
+//      10,000 EP_Comm_dup/EP_Comm_free and 1,000 EP_Comm_split/EP_Comm_free on
+//      another one, vs the same before that churn.                  target <= 1.5x
 //
 // Each repetition runs for a time budget (--rep-seconds) after a warm-up; the peer
 // learns in-band when to stop.  Latencies are one-way (round trip / 2), the mean of
@@ -77,6 +80,7 @@ constexpr int kReadyTag = 8;
 constexpr int kAckTag = 9;
 constexpr int kWindow = 64;
 constexpr int kExtraComms = 1000;
+constexpr int kChurnDups = 10000, kChurnSplits = 1000;
 
 int g_rank = 0;
 MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, results)
@@ -375,17 +379,17 @@ std::string fmt_value(double x, bool rate) {
 struct Options {
   int reps = 7;
   double rep_seconds = 0.3;
-  std::string phases = "abcd";
+  std::string phases = "abcde";
   bool has(char p) const { return phases.find(p) != std::string::npos; }
 };
 
 [[noreturn]] void usage(const char* argv0) {
   if (g_rank == 0) {
     std::fprintf(stderr,
-                 "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcd]\n"
+                 "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcde]\n"
                  "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
                  "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
-                 "  --phases P       subset of abcd to run (default abcd)\n",
+                 "  --phases P       subset of abcde to run (default abcde)\n",
                  argv0);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -418,7 +422,7 @@ int main(int argc, char** argv) {
       if (!(opt.rep_seconds > 0)) usage(argv[0]);
     } else if (!std::strcmp(argv[i], "--phases") && i + 1 < argc) {
       opt.phases = argv[++i];
-      if (opt.phases.find_first_not_of("abcd") != std::string::npos) usage(argv[0]);
+      if (opt.phases.find_first_not_of("abcde") != std::string::npos) usage(argv[0]);
     } else {
       usage(argv[0]);
     }
@@ -451,6 +455,8 @@ int main(int argc, char** argv) {
       d_base("libep, 1 comm alive (before the dups)", false),
       d_after("libep, 1 comm alive (after the dups were freed)", false);
   double d_create_s = 0, d_free_s = 0;
+  Series e_before("libep, before the churn", false), e_after("libep, after the churn", false);
+  double e_dup_s = 0, e_split_s = 0;
   const int reps = opt.reps + 1;  // repetition 0 is a warm-up and is not recorded
 
   // ---- b': plain MPI before EP_Init -------------------------------------------------------
@@ -565,6 +571,41 @@ int main(int argc, char** argv) {
     CHECK_EP(EP_Comm_free(&comm));
   }
 
+  // ---- e: ping-pong before and after creating and freeing many communicators --------------
+  if (opt.has('e')) {
+    EP_Comm comm, other;
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &other));
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) e_before.add(m.value, m.iters);
+    }
+    lazy_barrier();
+    double t0 = now_s();
+    for (int i = 0; i < kChurnDups; ++i) {
+      EP_Comm d;
+      CHECK_EP(EP_Comm_dup(other, &d));
+      CHECK_EP(EP_Comm_free(&d));
+    }
+    e_dup_s = now_s() - t0;
+    t0 = now_s();
+    for (int i = 0; i < kChurnSplits; ++i) {
+      EP_Comm d;
+      CHECK_EP(EP_Comm_split(other, i % 2 == 0 ? 0 : g_rank % 2, -g_rank, &d));
+      CHECK_EP(EP_Comm_free(&d));
+    }
+    e_split_s = now_s() - t0;
+    sleep_us(20000);  // the progress thread retires the freed communicators
+    for (int r = 0; r < reps; ++r) {
+      lazy_barrier();
+      Measure m = ep_pingpong(comm, peer, p0, lat);
+      if (r > 0) e_after.add(m.value, m.iters);
+    }
+    CHECK_EP(EP_Comm_free(&other));
+    CHECK_EP(EP_Comm_free(&comm));
+  }
+
   const double total_s = now_s() - t_start;
   CHECK_EP(EP_Finalize());
 
@@ -606,6 +647,11 @@ int main(int argc, char** argv) {
       std::printf("- d: %d x EP_Comm_dup took %.3f s, freeing them %.3f s\n", kExtraComms,
                   d_create_s, d_free_s);
     }
+    if (opt.has('e')) {
+      std::printf("- e: %d x (EP_Comm_dup + EP_Comm_free) took %.3f s, %d x (EP_Comm_split + "
+                  "EP_Comm_free) %.3f s\n",
+                  kChurnDups, e_dup_s, kChurnSplits, e_split_s);
+    }
     std::printf("- total time: %.1f s\n\n", total_s);
 
     std::vector<Row> rows;
@@ -619,6 +665,10 @@ int main(int argc, char** argv) {
       rows.push_back({"d", "8 B ping-pong, 1000 other comms alive", &d_ep, &d_base, 1.5});
       rows.push_back({"d'", "same, on the newest of the 1001 comms", &d_ep_last, &d_base, 1.5});
       rows.push_back({"d''", "1 comm alive again, after freeing the 1000", &d_after, &d_base, 1.5});
+    }
+    if (opt.has('e')) {
+      rows.push_back({"e", "8 B ping-pong after 10,000 dup/free + 1,000 split/free", &e_after,
+                      &e_before, 1.5});
     }
     std::printf("| | measurement | libep | baseline | ratio | target | met |\n");
     std::printf("|---|---|---:|---|---:|---|---|\n");
@@ -636,7 +686,8 @@ int main(int argc, char** argv) {
     std::printf("| series | min | median | max | timed round trips / windows |\n");
     std::printf("|---|---:|---:|---:|---:|\n");
     const Series* all[] = {&a_ep, &a_base, &b_ep, &b_base, &b_pre, &c_ep,
-                           &c_base, &d_ep, &d_ep_last, &d_base, &d_after};
+                           &c_base, &d_ep, &d_ep_last, &d_base, &d_after,
+                           &e_before, &e_after};
     for (const Series* s : all) {
       if (s->v.empty()) continue;
       auto mm = std::minmax_element(s->v.begin(), s->v.end());
