@@ -82,7 +82,8 @@ uint32_t ContextTable::allocate() {
     id = free_.back();
     free_.pop_back();
   } else {
-    id = next_++;
+    id = next_;
+    next_ += 2;  // id + 1 is the shadow's (same chunk: kChunk is even)
   }
   // relaxed: chunks are only created under mu_, which we hold.
   if (chunks_[id / kChunk].load(std::memory_order_relaxed) == nullptr) {
@@ -137,6 +138,13 @@ CommShared* begin(int num_local) {
   c->tag_ub = (1 << 28) - 1;
   for (int i = 0; i < num_local; ++i) c->local.push_back(std::make_unique<Endpoint>(c, -1, i));
   c->live_handles.store(num_local, std::memory_order_relaxed);  // relaxed: published below
+  auto* s = new CommShared;  // the shadow: libep's own traffic on this communicator
+  s->ctx = c->ctx + 1;
+  s->tag_ub = c->tag_ub;
+  s->is_shadow = true;
+  for (int i = 0; i < num_local; ++i) s->local.push_back(std::make_unique<Endpoint>(s, -1, i));
+  c->coll = s;
+  rt->contexts.publish(s->ctx, s);
   rt->contexts.publish(c->ctx, c);
   return c;
 }
@@ -175,22 +183,48 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
   }
   c->proc_local_size = in_proc;
   for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
+  if (CommShared* s = c->coll) {  // the shadow has the same membership, contexts + 1
+    auto shift = [](std::vector<EpAddr> v) {
+      for (EpAddr& a : v) ++a.ctx;
+      return v;
+    };
+    s->size = c->size;
+    s->addr = shift(c->addr);
+    s->ids = c->ids;
+    s->frag_leaders = c->frag_leaders;
+    s->frag_of = c->frag_of;
+    s->my_frag = c->my_frag;
+    s->proc_local_size = c->proc_local_size;
+    s->multi_process = c->multi_process;
+    s->inter = c->inter;
+    s->remote_size = c->remote_size;
+    s->remote_addr = shift(c->remote_addr);
+    s->remote_ids = c->remote_ids;
+    for (size_t i = 0; i < c->local.size(); ++i) {
+      s->local[i]->rank = c->local[i]->rank;
+      s->local[i]->proc_local_rank = c->local[i]->proc_local_rank;
+    }
+  }
 }
 
 // Undoes begin() when creation fails before anything was sent to the new context.
 void abandon(CommShared* c) {
   Runtime* rt = runtime();
   rt->contexts.unpublish(c->ctx);
+  rt->contexts.unpublish(c->coll->ctx);
   rt->contexts.recycle(c->ctx);
-  delete c;
+  delete c;  // and its shadow
 }
 
 // On the progress thread: delete a communicator once no matcher is running on it.
 void retire(void* arg) {
   auto* c = static_cast<CommShared*>(arg);
   Runtime* rt = runtime();
-  for (auto& ep : c->local) {
-    if (ep->matcher.busy()) {  // a sender thread is still leaving a matcher: later
+  bool busy = false;
+  for (auto& ep : c->local) busy |= ep->matcher.busy();
+  for (auto& ep : c->coll->local) busy |= ep->matcher.busy();
+  {
+    if (busy) {  // a sender thread is still leaving a matcher: later
       progress::Command again;
       again.kind = progress::Command::kRun;
       again.fn = &retire;
@@ -639,6 +673,7 @@ namespace {
 void unpublish_and_retire(CommShared* c) {
   Runtime* rt = runtime();
   rt->contexts.unpublish(c->ctx);
+  rt->contexts.unpublish(c->coll->ctx);
   progress::Command cmd;
   cmd.kind = progress::Command::kRun;
   cmd.fn = &retire;
@@ -678,6 +713,8 @@ int comm_compare(Endpoint* a, Endpoint* b) {
 void comm_free_all() {
   Runtime* rt = runtime();
   for (CommShared* c : rt->contexts.all()) {
+    if (c->is_shadow) continue;  // deleted with its communicator
+    rt->contexts.unpublish(c->coll->ctx);
     rt->contexts.unpublish(c->ctx);
     delete c;
   }

@@ -100,6 +100,18 @@ class CommShared {
   std::vector<EpAddr> remote_addr;
   std::vector<Identity> remote_ids;
   CommShared* local_comm = nullptr;  // hidden intracomm over the local group
+  // The shadow: same membership, context id ctx + 1, its own endpoints.  libep's own
+  // traffic on this communicator (creation exchanges, collectives) goes there, never
+  // through the user's endpoints; a thread uses the shadow's endpoints only while it
+  // holds `shadow_lock` (see ShadowLock).
+  CommShared* coll = nullptr;  // owned
+  bool is_shadow = false;
+  std::atomic<bool> shadow_lock{false};
+
+  CommShared() = default;
+  ~CommShared() { delete coll; }
+  CommShared(const CommShared&) = delete;
+  CommShared& operator=(const CommShared&) = delete;
 
   // Addresses that point-to-point uses: the remote group on an intercommunicator.
   const EpAddr& peer(int r) const { return inter ? remote_addr[r] : addr[r]; }
@@ -118,6 +130,28 @@ class CommShared {
   uint64_t gen_ = 0;                   // guarded by mu_
   std::vector<std::string> contrib_;   // guarded by mu_
   std::shared_ptr<void> result_;       // guarded by mu_
+};
+
+// Holds a fragment's shadow endpoints (CommShared::coll) for one thread.
+class ShadowLock {
+ public:
+  explicit ShadowLock(CommShared* c) : c_(c) {
+    // acquire: pairs with the release in the destructor of the previous holder.
+    while (c_->shadow_lock.exchange(true, std::memory_order_acquire)) cpu_pause();
+  }
+  ~ShadowLock() { c_->shadow_lock.store(false, std::memory_order_release); }
+  ShadowLock(const ShadowLock&) = delete;
+  ShadowLock& operator=(const ShadowLock&) = delete;
+  static bool try_lock(CommShared* c) {
+    // acquire: as above; relaxed load first to keep the line shared while held.
+    return !c->shadow_lock.load(std::memory_order_relaxed) &&
+           !c->shadow_lock.exchange(true, std::memory_order_acquire);
+  }
+  static void unlock(CommShared* c) { c->shadow_lock.store(false, std::memory_order_release); }
+
+ private:
+  static void cpu_pause() { progress::cpu_relax(); }
+  CommShared* c_;
 };
 
 class Endpoint {

@@ -29,8 +29,12 @@ int hidden_tag(Endpoint* ep) {
 // ordinary receives of known size and waits on them (no probe polling).
 namespace {
 
+// Shadow endpoints may be shared by several threads of one fragment (leaders of
+// different exchanges); ShadowLock serializes the calls that touch the endpoint's
+// state (starting sends, posting receives) - never a wait, which could deadlock.
 void start_send(Endpoint* ep, int dest, int tag, const std::string& data, const uint64_t* len,
                 Request** reqs) {
+  ShadowLock lock(ep->comm);
   const TypeInfo ti = byte_info();
   reqs[1] = nullptr;
   send(len, 8, MPI_BYTE, ti, dest, tag, ep, SendMode::kStandard, &reqs[0], kCall);
@@ -48,51 +52,93 @@ void finish_requests(Request** reqs, int n) {
   }
 }
 
-}  // namespace
+// The shadow endpoint that carries ep's hidden traffic (its lock must be held).
+Endpoint* shadow_of(Endpoint* ep) { return ep->comm->coll->local[ep->local_index].get(); }
 
-void send_hidden(Endpoint* ep, int dest, int tag, const std::string& data) {
+void send_on_shadow(Endpoint* sep, int dest, int tag, const std::string& data) {
   uint64_t len = data.size();
   Request* reqs[2];
-  start_send(ep, dest, tag, data, &len, reqs);
+  start_send(sep, dest, tag, data, &len, reqs);
   finish_requests(reqs, 2);
 }
 
-std::string recv_hidden(Endpoint* ep, int source, int tag) {
+std::string recv_on_shadow(Endpoint* ep, int source, int tag) {
   const TypeInfo ti = byte_info();
   uint64_t len = 0;
-  Request* r = post_recv(&len, 8, MPI_BYTE, ti, source, tag, ep);
+  Request* r = nullptr;
+  {
+    ShadowLock lock(ep->comm);
+    r = post_recv(&len, 8, MPI_BYTE, ti, source, tag, ep);
+  }
   finish_requests(&r, 1);
   std::string out(static_cast<size_t>(len), '\0');
   if (len > 0) {
-    r = post_recv(out.data(), static_cast<int>(len), MPI_BYTE, ti, source, tag, ep);
+    {
+      ShadowLock lock(ep->comm);
+      r = post_recv(out.data(), static_cast<int>(len), MPI_BYTE, ti, source, tag, ep);
+    }
     finish_requests(&r, 1);
   }
   return out;
 }
 
+}  // namespace
+
+void send_hidden(Endpoint* ep, int dest, int tag, const std::string& data) {
+  send_on_shadow(shadow_of(ep), dest, tag, data);
+}
+
+std::string recv_hidden(Endpoint* ep, int source, int tag) {
+  return recv_on_shadow(shadow_of(ep), source, tag);
+}
+
 std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
                             int source, int rtag) {
+  Endpoint* sep = shadow_of(ep);
   uint64_t len = data.size();
   Request* reqs[2];
-  start_send(ep, dest, stag, data, &len, reqs);
-  std::string out = recv_hidden(ep, source, rtag);
+  start_send(sep, dest, stag, data, &len, reqs);
+  std::string out = recv_on_shadow(sep, source, rtag);
   finish_requests(reqs, 2);
   return out;
 }
 
+namespace {
+
+std::string frag_bcast_locked(CommShared* c, int tag, int root_frag, std::string mine) {
+  const int n = static_cast<int>(c->frag_leaders.size());
+  Endpoint* lead = c->coll->local[0].get();
+  const int vr = (c->my_frag - root_frag + n) % n;
+  auto leader_of = [&](int v) { return c->frag_leaders[(v + root_frag) % n]; };
+  int mask = 1;
+  while (mask < n) {  // binomial tree: receive from the parent
+    if (vr & mask) {
+      mine = recv_on_shadow(lead, leader_of(vr - mask), tag);
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {  // then send to the children
+    if (vr + mask < n) send_on_shadow(lead, leader_of(vr + mask), tag, mine);
+  }
+  return mine;
+}
+
+}  // namespace
+
 std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
-  Endpoint* lead = c->local[0].get();
+  Endpoint* lead = c->coll->local[0].get();
   std::string all;
   if (c->my_frag == 0) {
     BlobWriter w;
     w.put_bytes(mine);
-    for (int f = 1; f < nfrag; ++f) w.put_bytes(recv_hidden(lead, c->frag_leaders[f], tag));
+    for (int f = 1; f < nfrag; ++f) w.put_bytes(recv_on_shadow(lead, c->frag_leaders[f], tag));
     all = w.take();
   } else {
-    send_hidden(lead, c->frag_leaders[0], tag, mine);
+    send_on_shadow(lead, c->frag_leaders[0], tag, mine);
   }
-  all = frag_bcast(c, tag - 1, 0, std::move(all));
+  all = frag_bcast_locked(c, tag - 1, 0, std::move(all));
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(nfrag));
   BlobReader rd(all);
@@ -101,22 +147,7 @@ std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine
 }
 
 std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine) {
-  const int n = static_cast<int>(c->frag_leaders.size());
-  Endpoint* lead = c->local[0].get();
-  const int vr = (c->my_frag - root_frag + n) % n;
-  auto leader_of = [&](int v) { return c->frag_leaders[(v + root_frag) % n]; };
-  int mask = 1;
-  while (mask < n) {  // binomial tree: receive from the parent
-    if (vr & mask) {
-      mine = recv_hidden(lead, leader_of(vr - mask), tag);
-      break;
-    }
-    mask <<= 1;
-  }
-  for (mask >>= 1; mask > 0; mask >>= 1) {  // then send to the children
-    if (vr + mask < n) send_hidden(lead, leader_of(vr + mask), tag, mine);
-  }
-  return mine;
+  return frag_bcast_locked(c, tag, root_frag, std::move(mine));
 }
 
 std::shared_ptr<void> allgather(Endpoint* ep, std::string mine, const GatherPost& post) {
