@@ -13,7 +13,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collectives/coll.h"
+#include "api/entry.h"
+#include "collectives/engine.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
@@ -27,90 +28,7 @@ struct ep_group_s {
 
 namespace {
 
-using ep::runtime::Endpoint;
-using ep::runtime::fail;
-using ep::runtime::Request;
-using ep::runtime::runtime;
-using ep::runtime::SendMode;
-using ep::runtime::TypeInfo;
-
-// Applies the communicator's error handler to a failure code.
-int handle(EP_Errhandler eh, int code) {
-  if (code != EP_SUCCESS && eh == EP_ERRORS_ARE_FATAL) {
-    std::fprintf(stderr, "libep: fatal error: %s\n", ep::runtime::error_string(code).c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-  }
-  return code;
-}
-int handle(Endpoint* ep, int code) { return handle(ep->errhandler, code); }
-
-#define EP_CHECK_INIT(call)                                                              \
-  do {                                                                                   \
-    if (runtime() == nullptr) {                                                          \
-      return fail(EP_ERR_NOT_INITIALIZED, call, "libep is not initialized (call EP_Init)"); \
-    }                                                                                    \
-  } while (0)
-
-Endpoint* as_endpoint(EP_Comm c) {
-  auto* ep = reinterpret_cast<Endpoint*>(c);
-  return (ep != nullptr && ep->magic == Endpoint::kMagic) ? ep : nullptr;
-}
-
-// Holds an endpoint for the duration of one call; detects concurrent entry.
-class Entry {
- public:
-  explicit Entry(Endpoint* ep) : ep_(ep) {
-    // acquire: pairs with the release in ~Entry() of the previous user of the handle.
-    ok_ = ep_->busy.exchange(1, std::memory_order_acquire) == 0;
-  }
-  ~Entry() {
-    if (ok_) ep_->busy.store(0, std::memory_order_release);  // pairs: the exchange above
-  }
-  bool ok() const { return ok_; }
-
- private:
-  Endpoint* ep_;
-  bool ok_;
-};
-
-#define EP_GET_COMM(ep, comm, call)                                                 \
-  EP_CHECK_INIT(call);                                                              \
-  Endpoint* ep = as_endpoint(comm);                                                 \
-  if (ep == nullptr) {                                                              \
-    return fail(EP_ERR_COMM, call, "communicator is %s",                            \
-                (comm) == EP_COMM_NULL ? "EP_COMM_NULL" : "not a valid endpoint handle"); \
-  }                                                                                 \
-  Entry entry_guard(ep);                                                            \
-  if (!entry_guard.ok()) {                                                          \
-    return handle(ep, fail(EP_ERR_CONCURRENT, call,                                 \
-                           "another thread is inside a call on endpoint %d of this " \
-                           "communicator",                                          \
-                           ep->rank));                                              \
-  }
-
-int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const char* arg) {
-  if (!ep::runtime::describe(type, ti)) {
-    return fail(EP_ERR_TYPE, call, "%s is not a valid committed datatype", arg);
-  }
-  return EP_SUCCESS;
-}
-
-bool is_builtin(MPI_Datatype type) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
-  return combiner == MPI_COMBINER_NAMED;
-}
-
-int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* call) {
-  if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
-  int err = check_type(type, ti, call, "datatype");
-  if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
-    return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
-  }
-  return EP_SUCCESS;
-}
+using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
 
 int check_dest(Endpoint* ep, int dest, const char* call) {
   if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->peer_size())) return EP_SUCCESS;
@@ -158,7 +76,6 @@ void copy_status(const Request* r, EP_Status* st) {
   if (st != EP_STATUS_IGNORE) *st = r->status;
 }
 
-ep::progress::Policy policy() { return runtime()->config.progress_policy; }
 
 int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
                 SendMode mode, EP_Request* request, const char* call) {
@@ -410,7 +327,9 @@ extern "C" {
 
 int EP_Init(void) {
   if (runtime() != nullptr) return fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized");
-  return ep::runtime::runtime_init();
+  int err = ep::runtime::runtime_init();
+  if (err == EP_SUCCESS) ep::collectives::install();  // collective schedules run in passes
+  return err;
 }
 
 int EP_Finalize(void) {
@@ -1003,50 +922,3 @@ int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
 }
 
 }  // extern "C"
-
-// ---- Collectives --------------------------------------------------------------------
-// Argument errors that every endpoint makes alike (root, count, datatype, op) are
-// found before any communication, so all endpoints return them and none waits.
-
-int EP_Barrier(EP_Comm comm) {
-  EP_GET_COMM(ep, comm, "EP_Barrier");
-  return handle(ep, ep::collectives::barrier(ep));
-}
-
-int EP_Bcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm) {
-  const char* call = "EP_Bcast";
-  EP_GET_COMM(ep, comm, call);
-  const ep::runtime::CommShared* c = ep->comm;
-  if (!c->inter && root == EP_ROOT) {
-    return handle(ep, fail(EP_ERR_ROOT, call, "root EP_ROOT is only valid on an intercommunicator"));
-  }
-  if (c->inter ? (root != EP_ROOT && root != EP_PROC_NULL && (root < 0 || root >= c->remote_size))
-               : (root < 0 || root >= c->size)) {
-    return handle(ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the %s (size %d)", root,
-                           c->inter ? "remote group" : "communicator", c->peer_size()));
-  }
-  TypeInfo ti;
-  int err = root == EP_PROC_NULL ? check_type(datatype, &ti, call, "datatype")
-                                 : check_buffer(buf, count, datatype, &ti, call);
-  if (err == EP_SUCCESS && count < 0) err = fail(EP_ERR_COUNT, call, "count %d is negative", count);
-  if (err != EP_SUCCESS) return handle(ep, err);
-  return handle(ep, ep::collectives::bcast(ep, buf, count, datatype, ti, root));
-}
-
-int EP_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                 EP_Comm comm) {
-  const char* call = "EP_Allreduce";
-  EP_GET_COMM(ep, comm, call);
-  if (op == MPI_OP_NULL) return handle(ep, fail(EP_ERR_OP, call, "op is MPI_OP_NULL"));
-  TypeInfo ti;
-  int err = check_buffer(recvbuf, count, datatype, &ti, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
-  if (sendbuf == EP_IN_PLACE && ep->comm->inter) {
-    return handle(ep, fail(EP_ERR_BUFFER, call,
-                           "sendbuf EP_IN_PLACE is not allowed on an intercommunicator"));
-  }
-  if (sendbuf == nullptr && count > 0 && ti.size > 0 && is_builtin(datatype)) {
-    return handle(ep, fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count));
-  }
-  return handle(ep, ep::collectives::allreduce(ep, sendbuf, recvbuf, count, datatype, ti, op));
-}

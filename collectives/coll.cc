@@ -1,29 +1,44 @@
 #include "collectives/coll.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ep/ep.h"
 #include "runtime/exchange.h"
+#include "runtime/runtime.h"
 
 namespace ep::collectives {
 namespace {
 
-std::string pack_all(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
+using runtime::BlobReader;
+using runtime::BlobWriter;
+
+std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
   std::string out(static_cast<size_t>(ti.size * count), '\0');
   if (!out.empty()) runtime::pack(buf, count, type, ti, out.data());
   return out;
 }
 
-void unpack_all(const std::string& data, void* buf, int count, MPI_Datatype type,
-                const TypeInfo& ti) {
+void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
+              const TypeInfo& ti) {
   if (!data.empty()) {
     runtime::unpack(data.data(), static_cast<int64_t>(data.size()), buf, count, type, ti);
   }
 }
 
-// A scratch buffer that holds `count` elements of `type` laid out as in memory.
+// Element `i` of a buffer of `type` (MPI's extent arithmetic).
+const char* elem(const void* base, int64_t i, const TypeInfo& ti) {
+  return static_cast<const char*>(base) + i * ti.extent;
+}
+char* elem(void* base, int64_t i, const TypeInfo& ti) {
+  return static_cast<char*>(base) + i * ti.extent;
+}
+
+// A scratch buffer of `count` elements of `type`, laid out as in user memory.
 class TypedBuffer {
  public:
   TypedBuffer(int count, MPI_Datatype type) {
@@ -41,40 +56,296 @@ class TypedBuffer {
   char* base_;
 };
 
-// The reduction of the packed contributions by rank, in rank order, packed.
-std::string reduce_in_rank_order(const std::vector<std::string>& by_rank, int count,
-                                 MPI_Datatype type, const TypeInfo& ti, MPI_Op op) {
-  const int n = static_cast<int>(by_rank.size());
-  if (n == 0 || count == 0) return std::string();
-  TypedBuffer acc(count, type), tmp(count, type);
-  unpack_all(by_rank[n - 1], acc.get(), count, type, ti);
-  for (int r = n - 2; r >= 0; --r) {  // acc = x_r op acc
-    unpack_all(by_rank[r], tmp.get(), count, type, ti);
-    MPI_Reduce_local(tmp.get(), acc.get(), count, type, op);
+// acc = x op acc, element-wise; large buffers in parallel chunks.
+void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
+  if (count == 0) return;
+  const int64_t bytes = a.ti.size * count;
+  if (bytes < kParallelBytes || a.ti.size == 0) {
+    MPI_Reduce_local(x, acc, count, a.type, a.op);
+    return;
   }
-  return pack_all(acc.get(), count, type, ti);
+  const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / a.ti.size);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, grain),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      MPI_Reduce_local(elem(x, r.begin(), a.ti), elem(acc, r.begin(), a.ti),
+                                       static_cast<int>(r.size()), a.type, a.op);
+                    });
 }
 
-// Intracommunicator allreduce; returns the packed result.
-std::string allreduce_packed(Endpoint* ep, std::string mine, int count, MPI_Datatype type,
-                             const TypeInfo& ti, MPI_Op op) {
-  auto res = runtime::allgather(
-      ep, std::move(mine), [count, type, ti, op](std::vector<std::string>& by_rank) {
-        return std::static_pointer_cast<void>(
-            std::make_shared<std::string>(reduce_in_rank_order(by_rank, count, type, ti, op)));
+void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
+  runtime::copy(src, count, a.type, a.ti, dst, count, a.type, a.ti, a.ti.size * count);
+}
+
+const void* input_of(const Part& p) { return p.sbuf == EP_IN_PLACE ? p.rbuf : p.sbuf; }
+
+bool commutative(MPI_Op op) {
+  int flag = 1;
+  MPI_Op_commutative(op, &flag);
+  return flag != 0;
+}
+
+Part* part_of_rank(CollOp& op, int rank) {
+  const runtime::EpAddr& a = op.c->addr[rank];
+  if (op.c->frag_of[rank] != op.c->my_frag) return nullptr;
+  return &op.parts[a.local];
+}
+
+// Per-rank blobs: (rank, bytes) pairs.
+void put_ranked(BlobWriter& w, int rank, const std::string& bytes) {
+  w.put<int>(rank);
+  w.put_bytes(bytes);
+}
+
+template <class F>
+void for_ranked(const std::string& blob, F&& f) {
+  BlobReader rd(blob);
+  while (!rd.done()) {
+    int r = rd.get<int>();
+    std::string b = rd.get_bytes();
+    f(r, b);
+  }
+}
+
+class BarrierOp final : public CollOp {
+ public:
+  void start() override { pattern = Pattern::kAllgather; }
+  void finish() override {}
+};
+
+class BcastOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kBcast;
+    root_frag = c->frag_of[args.root];
+    if (Part* r = part_of_rank(*this, args.root)) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+  }
+  void finish() override {
+    const std::string& data = in[root_frag];
+    for (Part& p : parts) {
+      if (p.rank != args.root) unpack_n(data, p.rbuf, p.rcount, p.rtype, p.rti);
+    }
+  }
+};
+
+// Reduce, Allreduce, Reduce_scatter(_block).
+class ReduceOp final : public CollOp {
+ public:
+  explicit ReduceOp(Kind kind) : kind_(kind) {}
+  void start() override {
+    pattern = kind_ == Kind::kReduce ? Pattern::kGather : Pattern::kAllgather;
+    root_frag = kind_ == Kind::kReduce ? c->frag_of[args.root] : 0;
+    ordered_ = commutative(args.op) || c->grouped;
+    if (ordered_) {  // this fragment's partial, in rank order
+      TypedBuffer acc(args.count, args.type);
+      copy_n(input_of(parts.back()), acc.get(), args.count, args);
+      for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
+        reduce_into(input_of(parts[i]), acc.get(), args.count, args);
+      }
+      out = pack_n(acc.get(), args.count, args.type, args.ti);
+    } else {  // every rank's input
+      BlobWriter w;
+      for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      out = w.take();
+    }
+  }
+  void finish() override {
+    if (kind_ == Kind::kReduce && c->my_frag != root_frag) return;
+    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    if (ordered_) {
+      const int n = static_cast<int>(in.size());
+      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti);
+      for (int f = n - 2; f >= 0; --f) {
+        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti);
+        reduce_into(tmp.get(), acc.get(), args.count, args);
+      }
+    } else {
+      std::vector<std::string> by_rank(static_cast<size_t>(c->size));
+      for (const std::string& blob : in) {
+        for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
+      }
+      unpack_n(by_rank[c->size - 1], acc.get(), args.count, args.type, args.ti);
+      for (int r = c->size - 2; r >= 0; --r) {
+        unpack_n(by_rank[r], tmp.get(), args.count, args.type, args.ti);
+        reduce_into(tmp.get(), acc.get(), args.count, args);
+      }
+    }
+    for (Part& p : parts) {
+      if (kind_ == Kind::kAllreduce || (kind_ == Kind::kReduce && p.rank == args.root)) {
+        copy_n(acc.get(), p.rbuf, args.count, args);
+      } else if (kind_ == Kind::kReduceScatter) {
+        int64_t offset = 0;
+        for (int r = 0; r < p.rank; ++r) offset += p.rcounts[r];
+        copy_n(elem(acc.get(), offset, args.ti), p.rbuf, p.rcounts[p.rank], args);
+      }
+    }
+  }
+
+ private:
+  Kind kind_;
+  bool ordered_ = true;
+};
+
+// Gather(v), Allgather(v).
+class GatherOp final : public CollOp {
+ public:
+  explicit GatherOp(bool all) : all_(all) {}
+  void start() override {
+    pattern = all_ ? Pattern::kAllgather : Pattern::kGather;
+    root_frag = all_ ? 0 : c->frag_of[args.root];
+    BlobWriter w;
+    for (const Part& p : parts) {
+      if (p.sbuf == EP_IN_PLACE) {  // the block already sits in the receive buffer
+        put_ranked(w, p.rank, pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti),
+                                     p.rcounts[p.rank], p.rtype, p.rti));
+      } else {
+        put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+      }
+    }
+    out = w.take();
+  }
+  void finish() override {
+    if (!all_ && c->my_frag != root_frag) return;
+    for (const std::string& blob : in) {
+      for_ranked(blob, [&](int r, std::string& b) {
+        for (Part& p : parts) {
+          if ((!all_ && p.rank != args.root) || (p.sbuf == EP_IN_PLACE && r == p.rank)) continue;
+          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
+        }
       });
-  return *std::static_pointer_cast<std::string>(res);
+    }
+  }
+
+ private:
+  bool all_;
+};
+
+// Scatter(v).
+class ScatterOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kScatter;
+    root_frag = c->frag_of[args.root];
+    Part* root = part_of_rank(*this, args.root);
+    if (root == nullptr) return;
+    std::vector<BlobWriter> w(c->frag_leaders.size());
+    for (int r = 0; r < c->size; ++r) {
+      put_ranked(w[c->frag_of[r]], r,
+                 pack_n(elem(root->sbuf, root->sdispls[r], root->sti), root->scounts[r],
+                        root->stype, root->sti));
+    }
+    out_for.clear();
+    for (BlobWriter& x : w) out_for.push_back(x.take());
+  }
+  void finish() override {
+    for_ranked(in[c->my_frag == root_frag ? c->my_frag : root_frag], [&](int r, std::string& b) {
+      Part* p = part_of_rank(*this, r);
+      if (p == nullptr || (r == args.root && p->rbuf == EP_IN_PLACE)) return;
+      unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+    });
+  }
+};
+
+// Alltoall(v).
+class AlltoallOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kAlltoall;
+    std::vector<BlobWriter> w(c->frag_leaders.size());
+    for (const Part& p : parts) {
+      const bool in_place = p.sbuf == EP_IN_PLACE;
+      const void* base = in_place ? p.rbuf : p.sbuf;
+      const std::vector<int>& cnt = in_place ? p.rcounts : p.scounts;
+      const std::vector<int>& dsp = in_place ? p.rdispls : p.sdispls;
+      const TypeInfo& ti = in_place ? p.rti : p.sti;
+      MPI_Datatype t = in_place ? p.rtype : p.stype;
+      for (int d = 0; d < c->size; ++d) {
+        BlobWriter& x = w[c->frag_of[d]];
+        x.put<int>(p.rank);
+        x.put<int>(d);
+        x.put_bytes(pack_n(elem(base, dsp[d], ti), cnt[d], t, ti));
+      }
+    }
+    out_for.clear();
+    for (BlobWriter& x : w) out_for.push_back(x.take());
+  }
+  void finish() override {
+    for (const std::string& blob : in) {
+      BlobReader rd(blob);
+      while (!rd.done()) {
+        int src = rd.get<int>();
+        int dst = rd.get<int>();
+        std::string b = rd.get_bytes();
+        Part* p = part_of_rank(*this, dst);
+        if (p != nullptr) unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+      }
+    }
+  }
+};
+
+// Scan, Exscan: every fragment gets every input and applies the op in rank order.
+class ScanOp final : public CollOp {
+ public:
+  explicit ScanOp(bool exclusive) : exclusive_(exclusive) {}
+  void start() override {
+    pattern = Pattern::kAllgather;
+    BlobWriter w;
+    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+    out = w.take();
+  }
+  void finish() override {
+    std::vector<std::string> by_rank(static_cast<size_t>(c->size));
+    for (const std::string& blob : in) {
+      for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
+    }
+    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    for (Part& p : parts) {
+      const int last = exclusive_ ? p.rank - 1 : p.rank;  // x0 op ... op x(last)
+      if (last < 0) continue;  // Exscan at rank 0: the receive buffer is undefined
+      unpack_n(by_rank[last], acc.get(), args.count, args.type, args.ti);
+      for (int q = last - 1; q >= 0; --q) {
+        unpack_n(by_rank[q], tmp.get(), args.count, args.type, args.ti);
+        reduce_into(tmp.get(), acc.get(), args.count, args);
+      }
+      copy_n(acc.get(), p.rbuf, args.count, args);
+    }
+  }
+
+ private:
+  bool exclusive_;
+};
+
+std::unique_ptr<CollOp> make_op(Kind kind) {
+  switch (kind) {
+    case Kind::kBarrier: return std::make_unique<BarrierOp>();
+    case Kind::kBcast: return std::make_unique<BcastOp>();
+    case Kind::kReduce:
+    case Kind::kAllreduce:
+    case Kind::kReduceScatter: return std::make_unique<ReduceOp>(kind);
+    case Kind::kGather: return std::make_unique<GatherOp>(false);
+    case Kind::kAllgather: return std::make_unique<GatherOp>(true);
+    case Kind::kScatter: return std::make_unique<ScatterOp>();
+    case Kind::kAlltoall: return std::make_unique<AlltoallOp>();
+    case Kind::kScan: return std::make_unique<ScanOp>(false);
+    case Kind::kExscan: return std::make_unique<ScanOp>(true);
+  }
+  return nullptr;
 }
 
 Endpoint* local_side(Endpoint* ep) { return ep->comm->local_comm->local[ep->local_index].get(); }
 
 }  // namespace
 
-int barrier(Endpoint* ep) {
-  if (!ep->comm->inter) {
-    runtime::barrier(ep);
-    return EP_SUCCESS;
-  }
+Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
+  return arrive(ep, std::move(part), [kind, &args] {
+    std::unique_ptr<CollOp> op = make_op(kind);
+    op->args = args;
+    return op;
+  });
+}
+
+// ---- intercommunicators ------------------------------------------------------------
+
+int inter_barrier(Endpoint* ep) {
   // Everyone of my group arrived; the rank-0 endpoints swap that news; then release.
   const int tag = runtime::hidden_tag(ep);
   Endpoint* lep = local_side(ep);
@@ -84,43 +355,42 @@ int barrier(Endpoint* ep) {
   return EP_SUCCESS;
 }
 
-int bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int root) {
-  if (!ep->comm->inter) {
-    std::string data;
-    if (ep->rank == root) data = pack_all(buf, count, type, ti);
-    data = runtime::bcast(ep, root, std::move(data));
-    if (ep->rank != root) unpack_all(data, buf, count, type, ti);
-    return EP_SUCCESS;
-  }
+int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+                int root) {
   const int tag = runtime::hidden_tag(ep);
   if (root == EP_ROOT) {  // the root sends to rank 0 of the other group
-    runtime::send_hidden(ep, 0, tag, pack_all(buf, count, type, ti));
+    runtime::send_hidden(ep, 0, tag, pack_n(buf, count, type, ti));
     return EP_SUCCESS;
   }
   if (root == EP_PROC_NULL) return EP_SUCCESS;  // the rest of the root's group
   std::string data;
   if (ep->rank == 0) data = runtime::recv_hidden(ep, root, tag);
   data = runtime::bcast(local_side(ep), 0, std::move(data));
-  unpack_all(data, buf, count, type, ti);
+  unpack_n(data, buf, count, type, ti);
   return EP_SUCCESS;
 }
 
-int allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
-              const TypeInfo& ti, MPI_Op op) {
-  const void* in = sbuf == EP_IN_PLACE ? rbuf : sbuf;
-  std::string mine = pack_all(in, count, type, ti);
-  if (!ep->comm->inter) {
-    unpack_all(allreduce_packed(ep, std::move(mine), count, type, ti, op), rbuf, count, type, ti);
-    return EP_SUCCESS;
-  }
-  // Each group reduces its own data; the rank-0 endpoints swap the results; each
-  // group receives the other group's reduction.
+int inter_allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
+                    const TypeInfo& ti, MPI_Op op) {
+  // Each group reduces its own data (an allreduce on its local_comm); the rank-0
+  // endpoints swap the results; each group receives the other group's reduction.
   const int tag = runtime::hidden_tag(ep);
   Endpoint* lep = local_side(ep);
-  std::string own = allreduce_packed(lep, std::move(mine), count, type, ti, op);
+  OpArgs a;
+  a.op = op;
+  a.count = count;
+  a.type = type;
+  a.ti = ti;
+  TypedBuffer own(count, type);
+  Part part;
+  part.sbuf = sbuf;
+  part.rbuf = own.get();
+  Request* r = start(lep, Kind::kAllreduce, part, a);
+  runtime::request_wait(r, runtime::runtime()->config.progress_policy);
+  runtime::request_unref(r);
   std::string other;
-  if (ep->rank == 0) other = runtime::sendrecv_hidden(ep, 0, tag, own, 0, tag);
-  unpack_all(runtime::bcast(lep, 0, std::move(other)), rbuf, count, type, ti);
+  if (ep->rank == 0) other = runtime::sendrecv_hidden(ep, 0, tag, pack_n(own.get(), count, type, ti), 0, tag);
+  unpack_n(runtime::bcast(lep, 0, std::move(other)), rbuf, count, type, ti);
   return EP_SUCCESS;
 }
 

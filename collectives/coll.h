@@ -1,25 +1,20 @@
 // coll.h - collectives over endpoints communicators.
 //
-// What it is: EP_Barrier, EP_Bcast and EP_Allreduce on intra- and
-// intercommunicators.  Arguments are checked by api/; these functions implement the
-// semantics.
+// What it is: every collective of API.md on intracommunicators, blocking and
+// nonblocking, through one engine (engine.h: local arrival, an exchange among
+// fragments, local finish); blocking calls start and wait.  On intercommunicators:
+// Barrier, Bcast and Allreduce (blocking).  Arguments are checked by api/.
 //
-// How: two levels (runtime/exchange.h).  The endpoints of one fragment (normally:
-// of one process) meet in shared memory; their leader exchanges with the other
-// fragments' leaders over hidden point-to-point.  Which layouts take which path:
-// every layout (grouped by process, reversed, interleaved, several fragments per
-// process after a merge) takes the same path, because data always travels tagged
-// with its rank:
-//   Barrier    gather to fragment 0 and release (binomial tree).
-//   Bcast      binomial tree over the fragments, rooted at the root's fragment.
-//   Allreduce  every contribution reaches every fragment, whose leader applies the
-//              op once per fragment in rank order (x0 op (x1 op (... op x(n-1))))
-//              with MPI_Reduce_local - correct for user ops, non-commutative ops and
-//              any datatype.  The traffic grows with the number of endpoints times
-//              the count: the hierarchical fast path for large payloads is the
-//              collectives issue's work.
-// On an intercommunicator each group works on its hidden local_comm, and the two
-// rank-0 endpoints exchange across the intercommunicator.
+// Which layouts take which path.  Data always travels tagged with its rank, so
+// every layout is correct (grouped by process, reversed, interleaved, several
+// fragments per process after a merge).  Reductions differ:
+//   - op commutative, or layout grouped (each fragment's ranks contiguous): every
+//     fragment combines its endpoints' inputs in rank order (in parallel chunks with
+//     oneTBB above kParallelBytes), the fragments swap these partials and each
+//     combines them in fragment (= rank) order: one value per fragment travels;
+//   - non-commutative op on a non-grouped layout: every rank's input travels and
+//     each fragment applies the op in rank order, x0 op (x1 op (... op x(n-1))).
+// Ops are applied with MPI_Reduce_local, so user ops and every datatype work.
 //
 // Threading: collective over the endpoints of the communicator, one thread each.
 #ifndef EP_COLLECTIVES_COLL_H_
@@ -27,19 +22,39 @@
 
 #include <mpi.h>
 
+#include "collectives/engine.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 
 namespace ep::collectives {
 
-using runtime::Endpoint;
-using runtime::TypeInfo;
+enum class Kind {
+  kBarrier,
+  kBcast,
+  kReduce,
+  kAllreduce,
+  kGather,     // also Gatherv (counts and displacements in the part)
+  kAllgather,  // also Allgatherv
+  kScatter,    // also Scatterv
+  kAlltoall,   // also Alltoallv
+  kReduceScatter,  // also Reduce_scatter_block (rcounts in the part)
+  kScan,
+  kExscan,
+};
 
-int barrier(Endpoint* ep);
-int bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int root);
-// sbuf may be EP_IN_PLACE (intracommunicators only; api/ checks).
-int allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
-              const TypeInfo& ti, MPI_Op op);
+constexpr int64_t kParallelBytes = 256 * 1024;
+
+// Starts a collective on an intracommunicator; returns the endpoint's request
+// (refs: caller + operation).  `part` holds this endpoint's buffers; for the
+// non-v forms the caller fills the per-rank counts and displacements too.
+Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
+
+// Intercommunicators (blocking).
+int inter_barrier(Endpoint* ep);
+int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+                int root);
+int inter_allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
+                    const TypeInfo& ti, MPI_Op op);
 
 }  // namespace ep::collectives
 

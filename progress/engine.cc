@@ -122,6 +122,11 @@ bool Engine::pass() {
   bool work = drain_commands();
   work |= poll_packets();
   work |= test_active();
+  // acquire: pairs with the release in set_pass_hook().
+  if (PassHook hook = hook_.load(std::memory_order_acquire)) {
+    hook_pending_ = false;
+    work |= hook(&hook_pending_);
+  }
   return work;
 }
 
@@ -260,7 +265,7 @@ void Engine::run() {
       continue;
     }
     bool work = pass();
-    bool active = !requests_.empty();
+    bool active = !requests_.empty() || hook_pending_;
     // relaxed: a command pushed after this load is seen by the stop check's next round.
     bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
     baton_.store(0, std::memory_order_release);  // pairs with the acquire above

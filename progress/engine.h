@@ -152,6 +152,11 @@ class Engine {
     if (helpers_.fetch_sub(1, std::memory_order_relaxed) == 1 && wake_now) wake();
   }
   static constexpr int64_t kHelperGraceNs = 50'000;
+  // Work the layers above run in every pass (collective schedules): returns true if it
+  // made progress, and sets *pending while it has unfinished work (then the progress
+  // thread yields instead of sleeping).  Set once, before any pass can call it.
+  using PassHook = bool (*)(bool* pending);
+  void set_pass_hook(PassHook hook) { hook_.store(hook, std::memory_order_release); }
   // A fresh tag for a rendezvous payload to any peer.  Thread-safe.
   int next_data_tag() {
     // relaxed: only uniqueness matters, the tag travels in the packet itself.
@@ -195,6 +200,8 @@ class Engine {
   std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
   std::atomic<int> helpers_{0};     // threads progressing while they wait (a hint)
   std::atomic<int64_t> last_help_ns_{0};  // when a helper last left (a hint)
+  std::atomic<PassHook> hook_{nullptr};   // release in set_pass_hook, acquire in pass
+  bool hook_pending_ = false;             // owned by the baton holder
   // Owned by the baton holder:
   std::vector<MPI_Request> requests_;
   std::vector<Active> active_;

@@ -182,6 +182,8 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
     ++in_proc;
   }
   c->proc_local_size = in_proc;
+  c->grouped = true;
+  for (int r = 1; r < c->size; ++r) c->grouped &= c->frag_of[r] >= c->frag_of[r - 1];
   for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
   if (CommShared* s = c->coll) {  // the shadow has the same membership, contexts + 1
     auto shift = [](std::vector<EpAddr> v) {
@@ -220,7 +222,8 @@ void abandon(CommShared* c) {
 void retire(void* arg) {
   auto* c = static_cast<CommShared*>(arg);
   Runtime* rt = runtime();
-  bool busy = false;
+  // acquire: pairs with the collective engine's release when an operation finished.
+  bool busy = c->coll_active.load(std::memory_order_acquire) != 0;
   for (auto& ep : c->local) busy |= ep->matcher.busy();
   for (auto& ep : c->coll->local) busy |= ep->matcher.busy();
   {

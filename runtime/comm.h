@@ -94,6 +94,13 @@ class CommShared {
   std::vector<int> frag_of;
   int my_frag = 0;
   int proc_local_size = 0;
+  // Every fragment's ranks are contiguous (then fragment order is rank order, and
+  // partial reductions per fragment may be combined in fragment order).
+  bool grouped = true;
+  // Collective operations of this fragment (collectives/engine.h); opaque here.
+  void* coll_state = nullptr;
+  std::atomic<int> coll_active{0};  // started, unfinished collectives (retire waits)
+  void (*coll_state_free)(void*) = nullptr;
   // Intercommunicators only:
   bool inter = false;
   int remote_size = 0;
@@ -109,7 +116,10 @@ class CommShared {
   std::atomic<bool> shadow_lock{false};
 
   CommShared() = default;
-  ~CommShared() { delete coll; }
+  ~CommShared() {
+    if (coll_state_free != nullptr) coll_state_free(coll_state);
+    delete coll;
+  }
   CommShared(const CommShared&) = delete;
   CommShared& operator=(const CommShared&) = delete;
 

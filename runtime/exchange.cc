@@ -208,4 +208,44 @@ void barrier(Endpoint* ep) {
   });
 }
 
+HiddenSend::HiddenSend(Endpoint* sep, int dest, int tag, std::string data)
+    : len_(data.size()), data_(std::move(data)) {
+  start_send(sep, dest, tag, data_, &len_, reqs_);
+}
+
+HiddenSend::~HiddenSend() {
+  for (Request* r : reqs_) {
+    if (r != nullptr) request_unref(r);
+  }
+}
+
+bool HiddenSend::test() {
+  for (Request* r : reqs_) {
+    if (r != nullptr && !request_done(r)) return false;
+  }
+  return true;
+}
+
+HiddenRecv::HiddenRecv(Endpoint* sep, int source, int tag) : ep_(sep), source_(source), tag_(tag) {
+  ShadowLock lock(ep_->comm);
+  req_ = post_recv(&len_, 8, MPI_BYTE, byte_info(), source_, tag_, ep_);
+}
+
+HiddenRecv::~HiddenRecv() {
+  if (req_ != nullptr) request_unref(req_);
+}
+
+bool HiddenRecv::test() {
+  if (req_ == nullptr) return true;
+  if (!request_done(req_)) return false;
+  request_unref(req_);
+  req_ = nullptr;
+  if (have_len_ || len_ == 0) return true;
+  have_len_ = true;
+  data_.resize(static_cast<size_t>(len_));
+  ShadowLock lock(ep_->comm);
+  req_ = post_recv(data_.data(), static_cast<int>(len_), MPI_BYTE, byte_info(), source_, tag_, ep_);
+  return false;
+}
+
 }  // namespace ep::runtime

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "runtime/comm.h"
+#include "runtime/request.h"
 
 namespace ep::runtime {
 
@@ -51,6 +52,41 @@ std::string recv_hidden(Endpoint* ep, int source, int tag);
 // Send to `dest` and receive from `source` at once (no deadlock for large data).
 std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
                             int source, int rtag);
+
+// Nonblocking hidden messages on a *shadow* endpoint (CommShared::coll).  The
+// constructors start the transfer (taking the shadow lock briefly); test() only
+// looks (progress is the engine's), and is called by one thread at a time.
+class HiddenSend {
+ public:
+  HiddenSend(Endpoint* shadow_ep, int dest, int tag, std::string data);
+  ~HiddenSend();
+  HiddenSend(const HiddenSend&) = delete;
+  HiddenSend& operator=(const HiddenSend&) = delete;
+  bool test();
+
+ private:
+  uint64_t len_;
+  std::string data_;
+  Request* reqs_[2] = {nullptr, nullptr};
+};
+
+class HiddenRecv {
+ public:
+  HiddenRecv(Endpoint* shadow_ep, int source, int tag);
+  ~HiddenRecv();
+  HiddenRecv(const HiddenRecv&) = delete;
+  HiddenRecv& operator=(const HiddenRecv&) = delete;
+  bool test();
+  std::string& data() { return data_; }
+
+ private:
+  Endpoint* ep_;
+  int source_, tag_;
+  uint64_t len_ = 0;
+  bool have_len_ = false;
+  std::string data_;
+  Request* req_ = nullptr;
+};
 
 // Fragment leaders (run by local_round's fn; `c` is an intracommunicator).
 // Returns every fragment's blob, by fragment index.

@@ -47,7 +47,7 @@ struct MatchOp {
   MatchOp* next = nullptr;           // matcher's private list link
 };
 
-enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain };
+enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl };
 
 struct Request final : progress::Completion {
   static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2;

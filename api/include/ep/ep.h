@@ -226,10 +226,52 @@ int EP_Request_get_status(EP_Request request, int *flag, EP_Status *status);
 /* On an intercommunicator: Barrier spans both groups; Bcast takes EP_ROOT at the root,
  * EP_PROC_NULL at the other members of the root's group and the root's rank in the
  * remote group elsewhere; Allreduce gives each group the reduction of the other's data. */
+/* Arguments follow MPI 3.1; EP_IN_PLACE where MPI allows it; non-root endpoints may pass
+ * NULL for arguments significant only at the root.  Non-commutative ops are applied in
+ * rank order.  Collectives other than these three are for intracommunicators. */
 int EP_Barrier(EP_Comm comm);
 int EP_Bcast(void *buf, int count, MPI_Datatype datatype, int root, EP_Comm comm);
 int EP_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                  EP_Comm comm);
+int EP_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              int root, EP_Comm comm);
+int EP_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+              int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm);
+int EP_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+               EP_Comm comm);
+int EP_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm);
+int EP_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, EP_Comm comm);
+int EP_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, EP_Comm comm);
+int EP_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                  EP_Comm comm);
+int EP_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, EP_Comm comm);
+int EP_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int rdispls[], MPI_Datatype recvtype, EP_Comm comm);
+int EP_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                      MPI_Datatype datatype, MPI_Op op, EP_Comm comm);
+int EP_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                            MPI_Datatype datatype, MPI_Op op, EP_Comm comm);
+int EP_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            EP_Comm comm);
+int EP_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              EP_Comm comm);
+/* Nonblocking (intracommunicators); progressed by the progress thread, so they complete
+ * while the application computes.  Several may be outstanding on one communicator. */
+int EP_Ibarrier(EP_Comm comm, EP_Request *request);
+int EP_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, EP_Comm comm,
+              EP_Request *request);
+int EP_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, EP_Comm comm, EP_Request *request);
+int EP_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, EP_Comm comm, EP_Request *request);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,455 @@
+// collectives.cc - the C entry points of the collectives: argument checks and dispatch.
+//
+// Every check here is one that all endpoints of the communicator make alike (root,
+// counts, datatypes, op, communicator kind), so a bad call fails at every endpoint
+// before any communication and none waits for the others.  Arguments MPI calls
+// significant only at the root are checked only there.
+#include <numeric>
+#include <vector>
+
+#include "api/entry.h"
+#include "collectives/coll.h"
+#include "ep/ep.h"
+
+namespace {
+
+using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
+using ep::collectives::Kind;
+using ep::collectives::OpArgs;
+using ep::collectives::Part;
+
+// Starts the operation; a blocking call (request == nullptr) waits for it.
+int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request) {
+  Request* r = ep::collectives::start(ep, kind, std::move(part), a);
+  r->errhandler = ep->errhandler;
+  if (request != nullptr) {
+    *request = reinterpret_cast<EP_Request>(r);
+    return EP_SUCCESS;
+  }
+  ep::runtime::request_wait(r, policy());
+  int err = r->status.EP_ERROR;
+  ep::runtime::request_unref(r);
+  return err;
+}
+
+int intra_only(Endpoint* ep, const char* call) {
+  if (!ep->comm->inter) return EP_SUCCESS;
+  return fail(EP_ERR_COMM, call,
+              "comm is an intercommunicator (only EP_Barrier, EP_Bcast and EP_Allreduce "
+              "support intercommunicators)");
+}
+
+int check_root(Endpoint* ep, int root, const char* call) {
+  if (root == EP_ROOT) {
+    return fail(EP_ERR_ROOT, call, "root EP_ROOT is only valid on an intercommunicator");
+  }
+  if (root < 0 || root >= ep->comm->size) {
+    return fail(EP_ERR_ROOT, call, "root %d is not a rank of the communicator (size %d)", root,
+                ep->comm->size);
+  }
+  return EP_SUCCESS;
+}
+
+int check_op(MPI_Op op, const char* call) {
+  return op == MPI_OP_NULL ? fail(EP_ERR_OP, call, "op is MPI_OP_NULL") : EP_SUCCESS;
+}
+
+// A (buffer, count, datatype) argument triple named `what` ("send", "receive").
+int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* what,
+                 const char* call) {
+  if (count < 0) return fail(EP_ERR_COUNT, call, "%s count %d is negative", what, count);
+  if (!ep::runtime::describe(type, ti)) {
+    return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
+  }
+  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+    return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count is %d", what, count);
+  }
+  return EP_SUCCESS;
+}
+
+int check_counts(const int* counts, const int* displs, int n, const char* what,
+                 const char* call) {
+  if (counts == nullptr || displs == nullptr) {
+    return fail(EP_ERR_ARG, call, "%scounts or displacements are NULL", what);
+  }
+  for (int i = 0; i < n; ++i) {
+    if (counts[i] < 0) {
+      return fail(EP_ERR_COUNT, call, "%scount %d (for rank %d) is negative", what, counts[i], i);
+    }
+  }
+  return EP_SUCCESS;
+}
+
+std::vector<int> uniform(int n, int count) { return std::vector<int>(static_cast<size_t>(n), count); }
+std::vector<int> strided(int n, int count) {
+  std::vector<int> d(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) d[i] = i * count;
+  return d;
+}
+
+int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+              EP_Comm comm, EP_Request* request, Kind kind, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  const bool inter = ep->comm->inter;
+  int err = inter && (kind != Kind::kAllreduce || request != nullptr) ? intra_only(ep, call)
+                                                                       : EP_SUCCESS;
+  if (err == EP_SUCCESS && inter && sbuf == EP_IN_PLACE) {
+    err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is not allowed on an intercommunicator");
+  }
+  if (err == EP_SUCCESS && kind == Kind::kReduce) err = check_root(ep, root, call);
+  if (err == EP_SUCCESS) err = check_op(op, call);
+  OpArgs a;
+  const bool want_result = kind != Kind::kReduce || ep->rank == root;
+  // recvbuf matters only where the result goes (the root of EP_Reduce).
+  if (err == EP_SUCCESS) {
+    err = check_triple(want_result ? rbuf : &a, count, type, &a.ti, "receive ", call);
+  }
+  if (err == EP_SUCCESS && sbuf == EP_IN_PLACE && !want_result) {
+    err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is only valid at the root");
+  }
+  if (err == EP_SUCCESS && sbuf == nullptr && count > 0 && a.ti.size > 0 && is_builtin(type)) {
+    err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count);
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (inter) return handle(ep, ep::collectives::inter_allreduce(ep, sbuf, rbuf, count, type, a.ti, op));
+  a.op = op;
+  a.count = count;
+  a.type = type;
+  a.root = root;
+  Part p;
+  p.sbuf = sbuf;
+  p.rbuf = rbuf;
+  return handle(ep, run(ep, kind, std::move(p), a, request));
+}
+
+int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Request* request,
+          const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  const ep::runtime::CommShared* c = ep->comm;
+  if (c->inter) {
+    if (request != nullptr) return handle(ep, intra_only(ep, call));
+    if (root != EP_ROOT && root != EP_PROC_NULL && (root < 0 || root >= c->remote_size)) {
+      return handle(ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the remote group (size %d)",
+                             root, c->remote_size));
+    }
+  } else {
+    int err = check_root(ep, root, call);
+    if (err != EP_SUCCESS) return handle(ep, err);
+  }
+  TypeInfo ti;
+  // At EP_PROC_NULL (the root's group of an intercommunicator) the buffer is not used.
+  int err = check_triple(root == EP_PROC_NULL ? &ti : buf, count, type, &ti, "", call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  if (c->inter) return handle(ep, ep::collectives::inter_bcast(ep, buf, count, type, ti, root));
+  OpArgs a;
+  a.root = root;
+  Part p;
+  p.rbuf = buf;
+  p.rcount = count;
+  p.rtype = type;
+  p.rti = ti;
+  return handle(ep, run(ep, Kind::kBcast, std::move(p), a, request));
+}
+
+// Gather(v) and Allgather(v): rcounts/displs (nullptr: uniform rcount) matter at
+// the root (everywhere for allgather).
+int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
+           const int* rcounts, const int* displs, MPI_Datatype rtype, int root, EP_Comm comm,
+           bool all, bool vector, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = intra_only(ep, call);
+  if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  const int n = ep->comm->size;
+  const bool receiver = all || ep->rank == root;
+  Part p;
+  if (sbuf == EP_IN_PLACE && !receiver) {
+    return handle(ep, fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is only valid at the root"));
+  }
+  if (sbuf != EP_IN_PLACE) {
+    err = check_triple(sbuf, scount, stype, &p.sti, "send ", call);
+    if (err != EP_SUCCESS) return handle(ep, err);
+  }
+  if (receiver) {
+    if (vector) {
+      err = check_counts(rcounts, displs, n, "receive ", call);
+      if (err == EP_SUCCESS) {
+        p.rcounts.assign(rcounts, rcounts + n);
+        p.rdispls.assign(displs, displs + n);
+      }
+    } else {
+      p.rcounts = uniform(n, rcount);
+      p.rdispls = strided(n, rcount);
+    }
+    int64_t total = 0;
+    for (int c : p.rcounts) total += c;
+    if (err == EP_SUCCESS) err = check_triple(rbuf, vector ? (total > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ", call);
+    if (err != EP_SUCCESS) return handle(ep, err);
+  }
+  p.sbuf = sbuf;
+  p.scount = scount;
+  p.stype = stype;
+  p.rbuf = rbuf;
+  p.rtype = rtype;
+  OpArgs a;
+  a.root = root;
+  return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, nullptr));
+}
+
+int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
+            MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
+            EP_Comm comm, bool vector, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = intra_only(ep, call);
+  if (err == EP_SUCCESS) err = check_root(ep, root, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  const int n = ep->comm->size;
+  Part p;
+  if (ep->rank == root) {
+    if (vector) {
+      err = check_counts(scounts, displs, n, "send ", call);
+      if (err == EP_SUCCESS) {
+        p.scounts.assign(scounts, scounts + n);
+        p.sdispls.assign(displs, displs + n);
+      }
+    } else {
+      p.scounts = uniform(n, scount);
+      p.sdispls = strided(n, scount);
+    }
+    int64_t total = 0;
+    for (int c : p.scounts) total += c;
+    if (err == EP_SUCCESS) err = check_triple(sbuf, vector ? (total > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
+    if (err != EP_SUCCESS) return handle(ep, err);
+  } else if (rbuf == EP_IN_PLACE) {
+    return handle(ep, fail(EP_ERR_BUFFER, call, "recvbuf EP_IN_PLACE is only valid at the root"));
+  }
+  if (rbuf != EP_IN_PLACE) {
+    err = check_triple(rbuf, rcount, rtype, &p.rti, "receive ", call);
+    if (err != EP_SUCCESS) return handle(ep, err);
+  }
+  p.sbuf = sbuf;
+  p.stype = stype;
+  p.rbuf = rbuf;
+  p.rcount = rcount;
+  p.rtype = rtype;
+  OpArgs a;
+  a.root = root;
+  return handle(ep, run(ep, Kind::kScatter, std::move(p), a, nullptr));
+}
+
+int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datatype stype,
+             void* rbuf, const int* rcounts, const int* rdispls, MPI_Datatype rtype,
+             EP_Comm comm, int scount, int rcount, bool vector, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = intra_only(ep, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  const int n = ep->comm->size;
+  Part p;
+  if (vector) {
+    err = check_counts(rcounts, rdispls, n, "receive ", call);
+    if (err == EP_SUCCESS) {
+      p.rcounts.assign(rcounts, rcounts + n);
+      p.rdispls.assign(rdispls, rdispls + n);
+    }
+    if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
+      err = check_counts(scounts, sdispls, n, "send ", call);
+      if (err == EP_SUCCESS) {
+        p.scounts.assign(scounts, scounts + n);
+        p.sdispls.assign(sdispls, sdispls + n);
+      }
+    }
+  } else {
+    p.rcounts = uniform(n, rcount);
+    p.rdispls = strided(n, rcount);
+    p.scounts = uniform(n, scount);
+    p.sdispls = strided(n, scount);
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  int64_t rtotal = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
+  int64_t stotal = std::accumulate(p.scounts.begin(), p.scounts.end(), int64_t{0});
+  err = check_triple(rbuf, vector ? (rtotal > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ", call);
+  if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
+    err = check_triple(sbuf, vector ? (stotal > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  p.sbuf = sbuf;
+  p.stype = stype;
+  p.rbuf = rbuf;
+  p.rtype = rtype;
+  return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), nullptr));
+}
+
+int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
+                   MPI_Datatype type, MPI_Op op, EP_Comm comm, bool block, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = intra_only(ep, call);
+  if (err == EP_SUCCESS) err = check_op(op, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  const int n = ep->comm->size;
+  Part p;
+  if (block) {
+    if (rcount < 0) return handle(ep, fail(EP_ERR_COUNT, call, "recvcount %d is negative", rcount));
+    p.rcounts = uniform(n, rcount);
+  } else {
+    if (rcounts == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "recvcounts is NULL"));
+    for (int i = 0; i < n; ++i) {
+      if (rcounts[i] < 0) {
+        return handle(ep, fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]));
+      }
+    }
+    p.rcounts.assign(rcounts, rcounts + n);
+  }
+  int64_t total = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
+  if (total > INT32_MAX) return handle(ep, fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX"));
+  OpArgs a;
+  err = check_triple(rbuf, p.rcounts[ep->rank], type, &a.ti, "receive ", call);
+  if (err == EP_SUCCESS && sbuf == nullptr && total > 0 && a.ti.size > 0 && is_builtin(type)) {
+    err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but the counts add up to %lld",
+               static_cast<long long>(total));
+  }
+  if (err != EP_SUCCESS) return handle(ep, err);
+  a.op = op;
+  a.count = static_cast<int>(total);
+  a.type = type;
+  p.sbuf = sbuf;
+  p.rbuf = rbuf;
+  if (sbuf == EP_IN_PLACE) {
+    // MPI: the input is the whole vector in recvbuf, the result its first block.
+    p.sbuf = rbuf;
+  }
+  return handle(ep, run(ep, Kind::kReduceScatter, std::move(p), a, nullptr));
+}
+
+int ibarrier(EP_Comm comm, EP_Request* request, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  if (ep->comm->inter) {
+    if (request != nullptr) return handle(ep, intra_only(ep, call));
+    return handle(ep, ep::collectives::inter_barrier(ep));
+  }
+  return handle(ep, run(ep, Kind::kBarrier, Part(), OpArgs(), request));
+}
+
+}  // namespace
+
+int EP_Barrier(EP_Comm comm) { return ibarrier(comm, nullptr, "EP_Barrier"); }
+
+int EP_Ibarrier(EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Ibarrier");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ibarrier", "request is NULL");
+  return ibarrier(comm, request, "EP_Ibarrier");
+}
+
+int EP_Bcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm) {
+  return bcast(buf, count, datatype, root, comm, nullptr, "EP_Bcast");
+}
+
+int EP_Ibcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm,
+              EP_Request* request) {
+  EP_CHECK_INIT("EP_Ibcast");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ibcast", "request is NULL");
+  return bcast(buf, count, datatype, root, comm, request, "EP_Ibcast");
+}
+
+int EP_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 EP_Comm comm) {
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, nullptr, Kind::kAllreduce,
+                   "EP_Allreduce");
+}
+
+int EP_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Iallreduce");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallreduce", "request is NULL");
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kAllreduce,
+                   "EP_Iallreduce");
+}
+
+int EP_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              int root, EP_Comm comm) {
+  return reduction(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr, Kind::kReduce,
+                   "EP_Reduce");
+}
+
+int EP_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Ireduce");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce", "request is NULL");
+  return reduction(sendbuf, recvbuf, count, datatype, op, root, comm, request, Kind::kReduce,
+                   "EP_Ireduce");
+}
+
+int EP_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            EP_Comm comm) {
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, nullptr, Kind::kScan,
+                   "EP_Scan");
+}
+
+int EP_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              EP_Comm comm) {
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, nullptr, Kind::kExscan,
+                   "EP_Exscan");
+}
+
+int EP_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                      MPI_Datatype datatype, MPI_Op op, EP_Comm comm) {
+  return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, false,
+                        "EP_Reduce_scatter");
+}
+
+int EP_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                            MPI_Datatype datatype, MPI_Op op, EP_Comm comm) {
+  return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm, true,
+                        "EP_Reduce_scatter_block");
+}
+
+int EP_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype,
+                root, comm, false, false, "EP_Gather");
+}
+
+int EP_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+               EP_Comm comm) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root,
+                comm, false, true, "EP_Gatherv");
+}
+
+int EP_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, EP_Comm comm) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, 0,
+                comm, true, false, "EP_Allgather");
+}
+
+int EP_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                  EP_Comm comm) {
+  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, 0, comm,
+                true, true, "EP_Allgatherv");
+}
+
+int EP_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
+  return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype,
+                 root, comm, false, "EP_Scatter");
+}
+
+int EP_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, EP_Comm comm) {
+  return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                 comm, true, "EP_Scatterv");
+}
+
+int EP_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, EP_Comm comm) {
+  return alltoall(sendbuf, nullptr, nullptr, sendtype, recvbuf, nullptr, nullptr, recvtype, comm,
+                  sendcount, recvcount, false, "EP_Alltoall");
+}
+
+int EP_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                 MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                 const int rdispls[], MPI_Datatype recvtype, EP_Comm comm) {
+  return alltoall(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                  comm, 0, 0, true, "EP_Alltoallv");
+}

@@ -1,0 +1,300 @@
+#include "collectives/engine.h"
+
+#include <algorithm>
+
+#include "ep/ep.h"
+#include "runtime/runtime.h"
+
+namespace ep::collectives {
+namespace {
+
+// The collective state of one fragment (CommShared::coll_state).
+struct FragState {
+  std::mutex mu;
+  std::map<int, std::unique_ptr<CollOp>> arriving;  // by tag, guarded by mu
+  std::vector<std::unique_ptr<CollOp>> active;      // started, guarded by mu
+  std::atomic<bool> advancing{false};               // one advancing thread at a time
+};
+
+// Fragments with active operations.  A fragment enters in run() and leaves in poll()
+// (on the baton holder) once it has none; CommShared::coll_active is 1 meanwhile, so
+// the fragment is not deleted (runtime's retire() also runs on the baton holder).
+std::mutex g_mu;                   // guards g_frags and lazy FragState creation
+std::vector<CommShared*> g_frags;
+std::atomic<int> g_nfrags{0};      // g_frags.size(), a hint for poll()
+
+FragState* state_of(CommShared* c) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (c->coll_state == nullptr) {
+    c->coll_state = new FragState;
+    c->coll_state_free = [](void* p) { delete static_cast<FragState*>(p); };
+  }
+  return static_cast<FragState*>(c->coll_state);
+}
+
+int nfrags(const CollOp& op) { return static_cast<int>(op.c->frag_leaders.size()); }
+
+// The shadow endpoint through which this fragment's leader talks.
+Endpoint* leader(const CollOp& op) { return op.c->coll->local[0].get(); }
+
+int leader_rank(const CollOp& op, int frag) { return op.c->frag_leaders[frag]; }
+
+void post_send(CollOp& op, int frag, std::string data) {
+  op.sends.push_back(std::make_unique<runtime::HiddenSend>(leader(op), leader_rank(op, frag),
+                                                           op.tag, std::move(data)));
+}
+
+void post_recv(CollOp& op, int frag) {
+  op.recvs.push_back(
+      std::make_unique<runtime::HiddenRecv>(leader(op), leader_rank(op, frag), op.tag));
+  op.recv_from.push_back(frag);
+}
+
+// Binomial tree relative to the root fragment: the parent (-1 at the root) and the
+// children of fragment `me`.
+void binomial(int me, int root, int n, int* parent, std::vector<int>* children) {
+  const int vr = (me - root + n) % n;
+  int mask = 1;
+  *parent = -1;
+  while (mask < n) {
+    if (vr & mask) {
+      *parent = (vr - mask + root) % n;
+      break;
+    }
+    mask <<= 1;
+  }
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask < n) children->push_back((vr + mask + root) % n);
+  }
+}
+
+// Posts the messages of the current round; false if the schedule has no such round.
+bool post_round(CollOp& op) {
+  const int n = nfrags(op), me = op.c->my_frag;
+  switch (op.pattern) {
+    case Pattern::kNone:
+      return false;
+    case Pattern::kAllgather:
+      if (op.round > 0) return false;
+      for (int f = 0; f < n; ++f) {
+        if (f == me) continue;
+        post_recv(op, f);
+        post_send(op, f, op.out);
+      }
+      return true;
+    case Pattern::kGather:
+      if (op.round > 0) return false;
+      if (me == op.root_frag) {
+        for (int f = 0; f < n; ++f) {
+          if (f != me) post_recv(op, f);
+        }
+      } else {
+        post_send(op, op.root_frag, std::move(op.out));
+      }
+      return true;
+    case Pattern::kScatter:
+      if (op.round > 0) return false;
+      if (me == op.root_frag) {
+        for (int f = 0; f < n; ++f) {
+          if (f != me) post_send(op, f, std::move(op.out_for[f]));
+        }
+      } else {
+        post_recv(op, op.root_frag);
+      }
+      return true;
+    case Pattern::kAlltoall:
+      if (op.round > 0) return false;
+      for (int f = 0; f < n; ++f) {
+        if (f == me) continue;
+        post_recv(op, f);
+        post_send(op, f, std::move(op.out_for[f]));
+      }
+      return true;
+    case Pattern::kBcast: {
+      int parent = -1;
+      std::vector<int> children;
+      binomial(me, op.root_frag, n, &parent, &children);
+      if (op.round == 0) {  // receive from the parent
+        if (parent >= 0) post_recv(op, parent);
+        return true;
+      }
+      if (op.round == 1) {  // forward to the children
+        for (int ch : children) post_send(op, ch, op.out);
+        return true;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+// Tests the round's messages; on completion files the received blobs.
+bool round_done(CollOp& op) {
+  // Test every message, without stopping at the first pending one: a receive's test
+  // posts its payload receive, which a peer's pending send may be waiting for.
+  bool done = true;
+  for (auto& s : op.sends) done &= s->test();
+  for (auto& r : op.recvs) done &= r->test();
+  if (!done) return false;
+  for (size_t i = 0; i < op.recvs.size(); ++i) {
+    op.in[op.recv_from[i]] = std::move(op.recvs[i]->data());
+  }
+  if (op.pattern == Pattern::kBcast && op.round == 0 && !op.recvs.empty()) {
+    op.out = op.in[op.recv_from[0]];  // what we forward
+  }
+  op.sends.clear();
+  op.recvs.clear();
+  op.recv_from.clear();
+  return true;
+}
+
+void complete_parts(CollOp& op) {
+  for (Part& p : op.parts) runtime::request_complete(p.req);
+}
+
+void finish_op(CollOp& op) {
+  const int me = op.c->my_frag;
+  if (op.pattern == Pattern::kScatter && me == op.root_frag) {
+    op.in[me] = std::move(op.out_for[me]);
+  } else if (op.pattern == Pattern::kAlltoall) {
+    op.in[me] = std::move(op.out_for[me]);
+  } else if (op.pattern == Pattern::kBcast) {
+    op.in[op.root_frag] = op.out;
+  } else if (op.pattern != Pattern::kScatter) {
+    op.in[me] = std::move(op.out);
+  }
+  op.finish();
+  complete_parts(op);
+}
+
+// Advances op's schedule; true when it finished (outputs written, requests complete).
+bool step(CollOp& op, bool* progressed) {
+  for (;;) {
+    if (!round_done(op)) return false;
+    *progressed = true;
+    ++op.round;
+    if (!post_round(op)) {
+      finish_op(op);
+      return true;
+    }
+  }
+}
+
+// Advances every active operation of one fragment (if no other thread does).
+bool advance(FragState* fs) {
+  if (fs->advancing.load(std::memory_order_relaxed) ||
+      fs->advancing.exchange(true, std::memory_order_acquire)) {  // pairs: release below
+    return false;
+  }
+  bool progressed = false;
+  std::vector<CollOp*> ops;
+  {
+    std::lock_guard<std::mutex> lock(fs->mu);
+    for (auto& op : fs->active) ops.push_back(op.get());
+  }
+  std::vector<CollOp*> done;
+  for (CollOp* op : ops) {
+    if (step(*op, &progressed)) done.push_back(op);
+  }
+  if (!done.empty()) {
+    std::lock_guard<std::mutex> lock(fs->mu);
+    auto& a = fs->active;
+    a.erase(std::remove_if(a.begin(), a.end(),
+                           [&](const std::unique_ptr<CollOp>& p) {
+                             return std::find(done.begin(), done.end(), p.get()) != done.end();
+                           }),
+            a.end());
+  }
+  fs->advancing.store(false, std::memory_order_release);  // pairs with the exchange above
+  return progressed;
+}
+
+// The engine pass hook: advance every fragment with active operations.
+bool poll(bool* pending) {
+  // relaxed: a hint; a fragment registered after this load is polled by the next pass.
+  if (g_nfrags.load(std::memory_order_relaxed) == 0) return false;
+  std::vector<CommShared*> frags;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    frags = g_frags;
+  }
+  bool progressed = false;
+  for (CommShared* c : frags) {
+    auto* fs = static_cast<FragState*>(c->coll_state);
+    progressed |= advance(fs);
+    std::lock_guard<std::mutex> lock(fs->mu);
+    if (!fs->active.empty()) {
+      *pending = true;
+    } else {
+      std::lock_guard<std::mutex> glock(g_mu);
+      g_frags.erase(std::remove(g_frags.begin(), g_frags.end(), c), g_frags.end());
+      g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
+      // release: pairs with the acquire in runtime's retire(); the fragment may go now.
+      c->coll_active.store(0, std::memory_order_release);
+    }
+  }
+  return progressed;
+}
+
+void run(std::unique_ptr<CollOp> op, FragState* fs) {
+  op->start();
+  const int n = nfrags(*op);
+  op->in.assign(static_cast<size_t>(n), std::string());
+  if (n == 1 || op->pattern == Pattern::kNone) {
+    finish_op(*op);
+    return;
+  }
+  op->round = 0;
+  post_round(*op);
+  CommShared* c = op->c;
+  {
+    std::lock_guard<std::mutex> lock(fs->mu);
+    fs->active.push_back(std::move(op));
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (std::find(g_frags.begin(), g_frags.end(), c) == g_frags.end()) {
+      g_frags.push_back(c);
+      c->coll_active.store(1, std::memory_order_relaxed);  // g_mu orders it for poll()
+    }
+    g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
+  }
+  advance(fs);
+  // Waiters on these requests run engine passes (needs_engine) and so this hook; the
+  // progress thread runs it too, so the operation completes without any waiter.
+}
+
+}  // namespace
+
+Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make) {
+  CommShared* c = ep->comm;
+  FragState* fs = state_of(c);
+  const int tag = runtime::hidden_tag(ep);
+  Request* r = runtime::request_new(runtime::RequestKind::kColl, 2);
+  r->needs_engine = c->frag_leaders.size() > 1;
+  part.req = r;
+  part.rank = ep->rank;
+  std::unique_ptr<CollOp> started;
+  {
+    std::lock_guard<std::mutex> lock(fs->mu);
+    std::unique_ptr<CollOp>& slot = fs->arriving[tag];
+    if (!slot) {
+      slot = make();
+      slot->c = c;
+      slot->tag = tag;
+      slot->parts.resize(c->local.size());
+      slot->missing = static_cast<int>(c->local.size());
+    }
+    slot->parts[static_cast<size_t>(ep->local_index)] = std::move(part);
+    if (--slot->missing == 0) {
+      started = std::move(slot);
+      fs->arriving.erase(tag);
+    }
+  }
+  if (started) run(std::move(started), fs);
+  return r;
+}
+
+void install() { runtime::runtime()->engine.set_pass_hook(&poll); }
+
+}  // namespace ep::collectives

@@ -1,0 +1,166 @@
+// coll_bench.cc - collective benchmarks of libep against plain MPI.
+//
+// Two modes, each printing "name value" lines (tools/bench/coll_run.sh runs both and
+// prints the table):
+//   mpiexec -n 2 coll_bench ep     libep with 2 endpoints per process (EP_Allreduce of
+//                                  8 B and 1 MiB, EP_Barrier), and the plain-MPI
+//                                  baselines on the same 2 processes (MPI_Allreduce of
+//                                  8 B and 1 MiB), repetitions interleaved;
+//   mpiexec -n 4 coll_bench mpi4   plain MPI with 4 processes ("MPI everywhere":
+//                                  MPI_Allreduce of 8 B, MPI_Barrier).
+// Each figure is the median over --reps repetitions of the mean time per operation
+// (endpoint 0 / rank 0 measures); bandwidth = bytes / time.
+#include <ep/ep.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+#define CHECK(x)                                                       \
+  do {                                                                 \
+    int e_ = (x);                                                      \
+    if (e_ != 0) {                                                     \
+      std::fprintf(stderr, "coll_bench: %s failed: %d\n", #x, e_);     \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                    \
+    }                                                                  \
+  } while (0)
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int g_reps = 7;
+constexpr int kSmallIters = 20000, kBigIters = 100;
+constexpr int kBigCount = (1 << 20) / 8;  // 1 MiB of doubles
+
+// Times `iters` calls of fn (after a warm-up of iters/10) and returns seconds per call.
+template <class F>
+double time_per_call(int iters, F&& fn) {
+  for (int i = 0; i < iters / 10; ++i) fn();
+  double t0 = now_s();
+  for (int i = 0; i < iters; ++i) fn();
+  return (now_s() - t0) / iters;
+}
+
+void print(const char* name, const std::vector<double>& v, double scale) {
+  std::printf("%s %.4f\n", name, median(v) * scale);
+}
+
+void mpi_only(int rank) {
+  std::vector<double> ar, bar;
+  double x = 1, y = 0;
+  for (int r = 0; r < g_reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    ar.push_back(time_per_call(kSmallIters, [&] {
+      CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    }));
+    MPI_Barrier(MPI_COMM_WORLD);
+    bar.push_back(time_per_call(kSmallIters, [&] { CHECK(MPI_Barrier(MPI_COMM_WORLD)); }));
+  }
+  if (rank == 0) {
+    print("mpi4_allreduce8_us", ar, 1e6);
+    print("mpi4_barrier_us", bar, 1e6);
+  }
+}
+
+void with_endpoints(int rank) {
+  CHECK(EP_Init());
+  EP_Comm comms[2];
+  CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, 2, MPI_INFO_NULL, comms));
+  std::vector<double> ep8, ep1m, epbar, mpi8, mpi1m;
+  std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
+  std::vector<std::vector<double>> ep_in(2, std::vector<double>(kBigCount, 1.0)),
+      ep_out(2, std::vector<double>(kBigCount));
+  for (int r = 0; r < g_reps; ++r) {
+    // libep: 2 endpoints per process, each on its own thread.
+    double t8 = 0, t1m = 0, tb = 0;
+    std::thread th[2];
+    for (int i = 0; i < 2; ++i) {
+      th[i] = std::thread([&, i] {
+        EP_Comm c = comms[i];
+        double x = 1, y = 0;
+        double a = time_per_call(kSmallIters, [&] {
+          CHECK(EP_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c));
+        });
+        if (y != 4) {
+          std::fprintf(stderr, "coll_bench: wrong 8-byte result %g\n", y);
+          std::abort();
+        }
+        double b = time_per_call(kBigIters, [&] {
+          CHECK(EP_Allreduce(ep_in[i].data(), ep_out[i].data(), kBigCount, MPI_DOUBLE, MPI_SUM, c));
+        });
+        if (ep_out[i][kBigCount - 1] != 4) {
+          std::fprintf(stderr, "coll_bench: wrong 1 MiB result %g\n", ep_out[i][kBigCount - 1]);
+          std::abort();
+        }
+        double d = time_per_call(kSmallIters, [&] { CHECK(EP_Barrier(c)); });
+        if (i == 0) {
+          t8 = a;
+          t1m = b;
+          tb = d;
+        }
+      });
+    }
+    for (auto& t : th) t.join();
+    ep8.push_back(t8);
+    ep1m.push_back(t1m);
+    epbar.push_back(tb);
+    // Plain MPI on the same 2 processes, one thread each.
+    double x = 1, y = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    mpi8.push_back(time_per_call(kSmallIters, [&] {
+      CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    }));
+    MPI_Barrier(MPI_COMM_WORLD);
+    mpi1m.push_back(time_per_call(kBigIters, [&] {
+      CHECK(MPI_Allreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM,
+                          MPI_COMM_WORLD));
+    }));
+  }
+  CHECK(EP_Comm_free(&comms[0]));
+  CHECK(EP_Comm_free(&comms[1]));
+  CHECK(EP_Finalize());
+  if (rank == 0) {
+    const double mib = 1.0 / (1 << 20);
+    print("ep_allreduce8_us", ep8, 1e6);
+    print("mpi2_allreduce8_us", mpi8, 1e6);
+    std::printf("ep_allreduce1m_mibps %.1f\n", 1.0 / median(ep1m) * (kBigCount * 8.0) * mib);
+    std::printf("mpi2_allreduce1m_mibps %.1f\n", 1.0 / median(mpi1m) * (kBigCount * 8.0) * mib);
+    print("ep_barrier_us", epbar, 1e6);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  std::string mode = argc > 1 ? argv[1] : "ep";
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps")) g_reps = std::atoi(argv[i + 1]);
+  }
+  if (mode == "mpi4") {
+    mpi_only(rank);
+  } else {
+    with_endpoints(rank);
+  }
+  MPI_Finalize();
+  return 0;
+}

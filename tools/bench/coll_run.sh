@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds and runs libep's collective benchmark and prints its table.
+#
+# Usage: tools/bench/coll_run.sh [--reps N]
+#   mpiexec -n 2 coll_bench ep    libep (2 processes x 2 endpoints) and MPI on 2 processes
+#   mpiexec -n 4 coll_bench mpi4  MPI on 4 processes ("MPI everywhere")
+# Environment: BAZEL_OUTPUT_BASE, BAZEL, MPIEXEC as for tools/bench/run.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+bazel_cmd=("${BAZEL:-bazel}")
+flags=(--noshow_progress)
+if [[ -n "${BAZEL_OUTPUT_BASE:-}" ]]; then
+  bazel_cmd+=("--output_base=${BAZEL_OUTPUT_BASE}")
+  flags+=(--symlink_prefix=/)
+fi
+"${bazel_cmd[@]}" build "${flags[@]}" //tools/bench:coll_bench >&2
+exe="$("${bazel_cmd[@]}" info "${flags[@]}" bazel-bin 2>/dev/null)/tools/bench/coll_bench"
+mpiexec="${MPIEXEC:-mpiexec}"
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+echo "coll_run.sh: $mpiexec -n 2 $exe ep $*" >&2
+"$mpiexec" -n 2 "$exe" ep "$@" >>"$out"
+echo "coll_run.sh: $mpiexec -n 4 $exe mpi4 $*" >&2
+"$mpiexec" -n 4 "$exe" mpi4 "$@" >>"$out"
+
+v() { awk -v k="$1" '$1 == k { print $2 }' "$out"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+verdict() { awk -v r="$1" -v t="$2" -v hi="$3" 'BEGIN { ok = hi ? r >= t : r <= t; print ok ? "yes" : "NO" }'; }
+
+echo "# libep coll_bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| | measurement | libep (2 x 2) | baseline | ratio | target | met |"
+echo "|---|---|---:|---|---:|---|---|"
+r1=$(awk -v a="$(v ep_allreduce8_us)" -v b="$(v mpi2_allreduce8_us)" 'BEGIN{print a/b}')
+echo "| 1 | 8 B allreduce | $(v ep_allreduce8_us) us | MPI_Allreduce, 2 processes: $(v mpi2_allreduce8_us) us | $(ratio "$(v ep_allreduce8_us)" "$(v mpi2_allreduce8_us)") | <= 2x | $(verdict "$r1" 2 0) |"
+r2=$(awk -v a="$(v ep_allreduce8_us)" -v b="$(v mpi4_allreduce8_us)" 'BEGIN{print a/b}')
+echo "| 2 | 8 B allreduce | $(v ep_allreduce8_us) us | MPI_Allreduce, 4 processes: $(v mpi4_allreduce8_us) us | $(ratio "$(v ep_allreduce8_us)" "$(v mpi4_allreduce8_us)") | < 1x (faster) | $(verdict "$r2" 1 0) |"
+r3=$(awk -v a="$(v ep_allreduce1m_mibps)" -v b="$(v mpi2_allreduce1m_mibps)" 'BEGIN{print a/b}')
+echo "| 3 | 1 MiB allreduce bandwidth | $(v ep_allreduce1m_mibps) MiB/s | MPI_Allreduce, 2 processes: $(v mpi2_allreduce1m_mibps) MiB/s | $(ratio "$(v ep_allreduce1m_mibps)" "$(v mpi2_allreduce1m_mibps)") | >= 0.7x | $(verdict "$r3" 0.7 1) |"
+r4=$(awk -v a="$(v ep_barrier_us)" -v b="$(v mpi4_barrier_us)" 'BEGIN{print a/b}')
+echo "| 4 | barrier | $(v ep_barrier_us) us | MPI_Barrier, 4 processes: $(v mpi4_barrier_us) us | $(ratio "$(v ep_barrier_us)" "$(v mpi4_barrier_us)") | (compare) | - |"
