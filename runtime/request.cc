@@ -1,5 +1,7 @@
 #include "runtime/request.h"
 
+#include <sched.h>
+
 #include <time.h>
 
 #include <cstdlib>
@@ -90,7 +92,13 @@ void request_wait(Request* r, progress::Policy policy) {
       continue;
     }
     int64_t ns = b.pause();
-    if (ns == 0) continue;
+    if (ns == 0) {
+      // A collective has several endpoint threads of this process waiting at once,
+      // usually more threads than cores: spinning would keep the one thread that can
+      // finish the operation off its core for a whole time slice.
+      if (r->kind == RequestKind::kColl) sched_yield();
+      continue;
+    }
     if (helping) {  // we stop helping before sleeping: the progress thread takes over
       engine.helper_leave(/*wake_now=*/true);
       helping = false;
