@@ -715,8 +715,11 @@ int comm_compare(Endpoint* a, Endpoint* b) {
 
 void comm_free_all() {
   Runtime* rt = runtime();
+  std::vector<CommShared*> owners;  // shadows are deleted with their communicator
   for (CommShared* c : rt->contexts.all()) {
-    if (c->is_shadow) continue;  // deleted with its communicator
+    if (!c->is_shadow) owners.push_back(c);
+  }
+  for (CommShared* c : owners) {
     rt->contexts.unpublish(c->coll->ctx);
     rt->contexts.unpublish(c->ctx);
     delete c;
