@@ -38,12 +38,34 @@ bool query(MPI_Datatype type, TypeInfo* info) {
 
 }  // namespace
 
+namespace {
+// A private MPI_COMM_SELF duplicate that returns errors: MPI_Pack of 0 elements on it
+// fails for a derived type that was never committed (MPI has no query for that).
+MPI_Comm g_check_comm = MPI_COMM_NULL;
+}  // namespace
+
+void datatype_init() {
+  MPI_Comm_dup(MPI_COMM_SELF, &g_check_comm);
+  MPI_Comm_set_errhandler(g_check_comm, MPI_ERRORS_RETURN);
+}
+
+void datatype_finalize() {
+  if (g_check_comm != MPI_COMM_NULL) MPI_Comm_free(&g_check_comm);
+}
+
 bool describe(MPI_Datatype type, TypeInfo* info) {
   if (type == MPI_DATATYPE_NULL) return false;
   if (!is_builtin(type)) {
     // A derived type must be committed to be used in communication.
     int combiner = 0, ni = 0, na = 0, nd = 0;
     if (MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+    if (g_check_comm != MPI_COMM_NULL) {
+      char scratch = 0;
+      int pos = 0;
+      if (MPI_Pack(&scratch, 0, type, &scratch, 0, &pos, g_check_comm) != MPI_SUCCESS) {
+        return false;
+      }
+    }
     return query(type, info);
   }
   CacheEntry& e = t_cache[(static_cast<unsigned>(type) >> 8) & 15];

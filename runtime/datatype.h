@@ -24,6 +24,9 @@ struct TypeInfo {
   bool contiguous = false;
 };
 
+// EP_Init/EP_Finalize: set up and release the commit check of describe().
+void datatype_init();
+void datatype_finalize();
 // False if `type` is not a valid committed datatype.
 bool describe(MPI_Datatype type, TypeInfo* info);
 

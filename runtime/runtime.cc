@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include "runtime/datatype.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -91,6 +93,7 @@ int runtime_init() {
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
   }
   rt.release();
+  datatype_init();
   if (raw->config.verbose) {
     std::fprintf(stderr, "libep: process %d settings:\n%s", raw->world_rank,
                  describe_config(raw->config).c_str());
@@ -123,6 +126,7 @@ int runtime_finalize() {
                  (unsigned long long)c.dropped_packets.load());
   }
   comm_free_all();
+  datatype_finalize();
   g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
   delete rt;
   return EP_SUCCESS;

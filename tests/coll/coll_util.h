@@ -1,0 +1,276 @@
+// coll_util.h - helpers shared by the collective tests in tests/coll (issue 3):
+//
+//  * World: where every endpoint of the world endpoints communicator lives (process,
+//    index within the process), computed from ep_test::uneven(p) alone, never asked of
+//    libep.
+//  * Lay / layout_members(): the three rank layouts built with EP_Comm_split(world, 0,
+//    key): grouped (key = world rank), reversed (key = -world rank) and interleaved
+//    (key = index * 1000 + process, so consecutive new ranks alternate between
+//    processes).  members[r] is the world endpoint that has new rank r, derived here
+//    from MPI's split rule (sort by key, ties by old rank).
+//  * run_layout(): creates the world communicator (uneven endpoints), splits it into a
+//    layout and runs fn(ctx) on one thread per endpoint.
+//  * Mat / MatOp: a non-commutative user op, the 2x2 integer matrix product modulo a
+//    prime, on a contiguous derived type of 4 MPI_INT; mat_product() is the reference
+//    product in rank order.
+//  * A watchdog: a test that runs longer than kTestLimitS (a hang, e.g. an endpoint that
+//    failed a collective its peers still wait in) prints its name and aborts the job, so
+//    the log says which test hung instead of ending in the wrapper's global timeout.
+#ifndef EP_TESTS_COLL_COLL_UTIL_H_
+#define EP_TESTS_COLL_COLL_UTIL_H_
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "ep/ep.h"
+#include "tests/common/harness.h"
+
+namespace ep_coll_test {
+
+// ---- The world endpoints communicator ----------------------------------------------------
+
+struct World {
+  std::vector<int> counts;  // endpoints of process p
+  std::vector<int> base;    // world rank of process p's first endpoint
+  int total = 0;
+  World() {
+    const int np = ep_test::world_size();
+    for (int p = 0; p < np; ++p) {
+      base.push_back(total);
+      counts.push_back(ep_test::uneven(p));
+      total += counts.back();
+    }
+  }
+  int proc_of(int w) const {
+    for (size_t p = 0; p < counts.size(); ++p) {
+      if (w >= base[p] && w < base[p] + counts[p]) return static_cast<int>(p);
+    }
+    return -1;
+  }
+  int index_of(int w) const { return w - base[static_cast<size_t>(proc_of(w))]; }
+};
+
+// ---- Layouts ------------------------------------------------------------------------------
+
+enum class Lay { kGrouped, kReversed, kInterleaved };
+
+inline const char* lay_name(Lay l) {
+  switch (l) {
+    case Lay::kGrouped:
+      return "Grouped";
+    case Lay::kReversed:
+      return "Reversed";
+    case Lay::kInterleaved:
+      return "Interleaved";
+  }
+  return "?";
+}
+
+inline int layout_key(Lay l, const World& wd, int w) {
+  switch (l) {
+    case Lay::kGrouped:
+      return w;
+    case Lay::kReversed:
+      return -w;
+    case Lay::kInterleaved:
+      return wd.index_of(w) * 1000 + wd.proc_of(w);
+  }
+  return 0;
+}
+
+// members[r] = world endpoint with new rank r (MPI: sort by (key, old rank)).
+inline std::vector<int> layout_members(Lay l, const World& wd) {
+  std::vector<std::pair<int, int>> v;
+  for (int w = 0; w < wd.total; ++w) v.emplace_back(layout_key(l, wd, w), w);
+  std::sort(v.begin(), v.end());
+  std::vector<int> out;
+  for (auto& kv : v) out.push_back(kv.second);
+  return out;
+}
+
+inline int index_in(const std::vector<int>& v, int x) {
+  auto it = std::find(v.begin(), v.end(), x);
+  return it == v.end() ? -1 : static_cast<int>(it - v.begin());
+}
+
+struct Ctx {
+  EP_Comm world = EP_COMM_NULL;  // the world endpoints communicator (rank = world endpoint)
+  EP_Comm comm = EP_COMM_NULL;   // the layout communicator
+  int rank = -1;                 // my rank in comm (derived, checked against libep)
+  int size = 0;
+  int me = -1;                   // my world endpoint
+  std::vector<int> members;      // members[r]: world endpoint of rank r
+  const World* wd = nullptr;
+  std::string what;              // layout name for messages
+  int w(int r) const { return members[static_cast<size_t>(r)]; }
+};
+
+// Creates the world endpoints communicator (uneven endpoints per process), splits it
+// into layout `l` and runs fn on every endpoint's thread; frees both afterwards.
+inline void run_layout(Lay l, const std::function<void(const Ctx&)>& fn) {
+  const World wd;
+  const std::vector<int> members = layout_members(l, wd);
+  const int p = ep_test::world_rank();
+  ep_test::run_endpoints(wd.counts[static_cast<size_t>(p)], [&](EP_Comm world, int idx) {
+    Ctx c;
+    c.world = world;
+    c.me = wd.base[static_cast<size_t>(p)] + idx;
+    c.members = members;
+    c.size = static_cast<int>(members.size());
+    c.rank = index_in(members, c.me);
+    c.wd = &wd;
+    c.what = lay_name(l);
+    int wr = -1;
+    ASSERT_EQ(EP_Comm_rank(world, &wr), EP_SUCCESS);
+    ASSERT_EQ(wr, c.me) << "world rank of endpoint " << idx << " of process " << p;
+    int rc = EP_Comm_split(world, 0, layout_key(l, wd, c.me), &c.comm);
+    ASSERT_EQ(rc, EP_SUCCESS) << ep_test::last_error(rc);
+    int r = -1, s = -1;
+    ASSERT_EQ(EP_Comm_rank(c.comm, &r), EP_SUCCESS);
+    ASSERT_EQ(EP_Comm_size(c.comm, &s), EP_SUCCESS);
+    ASSERT_EQ(r, c.rank) << c.what << ": split gave an unexpected rank";
+    ASSERT_EQ(s, c.size);
+    fn(c);
+    // Point-to-point barrier (not the code under test) before freeing.
+    ep_test::ep_barrier(c.comm);
+    EXPECT_EQ(EP_Comm_free(&c.comm), EP_SUCCESS);
+  });
+}
+
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+inline bool sanitized() {
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
+    defined(EP_SANITIZER_UNDEFINED)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// ---- The non-commutative op ---------------------------------------------------------------
+
+constexpr int kPrime = 10007;
+using Mat = std::array<int, 4>;  // row-major 2x2
+
+inline Mat mat_mul(const Mat& a, const Mat& b) {
+  auto m = [](long long x) { return static_cast<int>(((x % kPrime) + kPrime) % kPrime); };
+  return {m(1LL * a[0] * b[0] + 1LL * a[1] * b[2]), m(1LL * a[0] * b[1] + 1LL * a[1] * b[3]),
+          m(1LL * a[2] * b[0] + 1LL * a[3] * b[2]), m(1LL * a[2] * b[1] + 1LL * a[3] * b[3])};
+}
+
+// The matrix world endpoint `w` contributes as element `k` (salt varies it per test).
+inline Mat mat_in(int w, int k, int salt = 0) {
+  return {(w * 7 + 3 + k * 11 + salt) % kPrime, (w * 13 + 5 + k * 3 + 2 * salt) % kPrime,
+          (w * 17 + 11 + k + 3 * salt) % kPrime, (w * 19 + 1 + k * 5 + salt * salt) % kPrime};
+}
+
+// Product of element k over the given world endpoints, in the given (rank) order.
+inline Mat mat_product(const std::vector<int>& ws, int k, int salt = 0) {
+  Mat acc = {1, 0, 0, 1};
+  for (int w : ws) acc = mat_mul(acc, mat_in(w, k, salt));
+  return acc;
+}
+
+// MPI user function: inoutvec[i] = invec[i] * inoutvec[i] (invec holds the lower ranks).
+inline void mat_mul_fn(void* invec, void* inoutvec, int* len, MPI_Datatype* dt) {
+  int tsize = 0;
+  MPI_Type_size(*dt, &tsize);
+  const long long n = 1LL * tsize * (*len) / static_cast<long long>(sizeof(Mat));
+  Mat* in = static_cast<Mat*>(invec);
+  Mat* io = static_cast<Mat*>(inoutvec);
+  for (long long i = 0; i < n; ++i) io[i] = mat_mul(in[i], io[i]);
+}
+
+// Create on the main thread (before run_layout); the op is not commutative.
+struct MatOp {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  MatOp() {
+    MPI_Type_contiguous(4, MPI_INT, &type);
+    MPI_Type_commit(&type);
+    MPI_Op_create(&mat_mul_fn, 0, &op);
+  }
+  ~MatOp() {
+    MPI_Op_free(&op);
+    MPI_Type_free(&type);
+  }
+  MatOp(const MatOp&) = delete;
+  MatOp& operator=(const MatOp&) = delete;
+};
+
+inline std::vector<int> prefix(const std::vector<int>& v, int n) {
+  return std::vector<int>(v.begin(), v.begin() + n);
+}
+
+// ---- Watchdog --------------------------------------------------------------------------------
+
+class Watchdog : public ::testing::EmptyTestEventListener {
+ public:
+  static int limit_s() { return sanitized() ? 180 : 100; }
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    {
+      std::lock_guard<std::mutex> lk(st_->mu);
+      st_->name = std::string(info.test_suite_name()) + "." + info.name();
+    }
+    st_->start.store(now_s());
+    static std::once_flag once;
+    State* st = st_;
+    std::call_once(once, [st] { std::thread([st] { watch(st); }).detach(); });
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override { st_->start.store(0); }
+
+ private:
+  // Shared with the detached thread; deliberately never freed (the thread outlives the
+  // listener, which googletest deletes at exit).
+  struct State {
+    std::mutex mu;
+    std::string name;
+    std::atomic<double> start{0};
+  };
+  static void watch(State* st) {
+    for (;;) {
+      sleep_ms(1000);
+      const double s = st->start.load();
+      if (s > 0 && now_s() - s > limit_s()) {
+        std::string name;
+        {
+          std::lock_guard<std::mutex> lk(st->mu);
+          name = st->name;
+        }
+        std::fprintf(stderr, "WATCHDOG: test %s still running after %d s (hang); aborting\n",
+                     name.c_str(), limit_s());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+    }
+  }
+  State* st_ = new State;
+};
+
+// Installs the watchdog at static-initialisation time (before main's RUN_ALL_TESTS).
+inline bool install_watchdog() {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
+  return true;
+}
+
+}  // namespace ep_coll_test
+
+#endif  // EP_TESTS_COLL_COLL_UTIL_H_
