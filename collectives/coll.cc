@@ -60,7 +60,14 @@ class TypedBuffer {
 void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
   if (count == 0) return;
   const int64_t bytes = a.ti.size * count;
-  if (bytes < kParallelBytes || a.ti.size == 0) {
+#if defined(EP_SANITIZER_THREAD)
+  // oneTBB's scheduler lives in libtbb.so, which is not instrumented: TSAN would report
+  // its internal hand-offs as races.  Under TSAN the chunks run on this thread.
+  const bool parallel = false;
+#else
+  const bool parallel = true;
+#endif
+  if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {
     MPI_Reduce_local(x, acc, count, a.type, a.op);
     return;
   }
