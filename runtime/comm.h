@@ -207,7 +207,7 @@ class ContextTable {
   std::atomic<std::atomic<CommShared*>*>* chunks_;
   mutable std::mutex mu_;
   std::vector<uint32_t> free_;  // guarded by mu_
-  uint32_t next_ = 1;           // guarded by mu_
+  uint32_t next_ = 2;           // guarded by mu_; even: id + 1 is the shadow's
 };
 
 struct Group {

@@ -233,4 +233,29 @@ TEST(CommLoop, IntercommCreateMergeFreeLoopLeaksNothing) {
                                 << " intercomm create/merge/free";
 }
 
+// Thousands of communicators alive at once (each takes two context ids, its own and its
+// shadow's, so this crosses several chunks of the context table), then point-to-point
+// and a collective on the newest and the oldest, then free them all.
+TEST(Loops, ThousandsOfCommunicatorsAlive) {
+  const int kAlive = 2500;  // not scaled: the point is crossing the 1024-id chunks
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    std::vector<EP_Comm> alive(kAlive, EP_COMM_NULL);
+    for (EP_Comm& c : alive) ASSERT_EQ(EP_Comm_dup(world, &c), EP_SUCCESS);
+    int rank = 0, size = 0;
+    EP_Comm_rank(world, &rank);
+    EP_Comm_size(world, &size);
+    for (EP_Comm c : {alive.back(), alive.front()}) {
+      int got = -1;
+      ASSERT_EQ(EP_Sendrecv(&rank, 1, MPI_INT, (rank + 1) % size, 3, &got, 1, MPI_INT,
+                            (rank + size - 1) % size, 3, c, EP_STATUS_IGNORE),
+                EP_SUCCESS);
+      EXPECT_EQ(got, (rank + size - 1) % size);
+      int sum = 0;
+      ASSERT_EQ(EP_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, c), EP_SUCCESS);
+      EXPECT_EQ(sum, size * (size - 1) / 2);
+    }
+    for (EP_Comm& c : alive) ASSERT_EQ(EP_Comm_free(&c), EP_SUCCESS);
+  });
+}
+
 }  // namespace
