@@ -36,6 +36,7 @@
 
 #include "ep/ep.h"
 #include "tests/common/harness.h"
+#include "tests/common/matop.h"
 
 namespace ep_coll_test {
 
@@ -167,14 +168,9 @@ inline bool sanitized() {
 
 // ---- The non-commutative op ---------------------------------------------------------------
 
-constexpr int kPrime = 10007;
-using Mat = std::array<int, 4>;  // row-major 2x2
-
-inline Mat mat_mul(const Mat& a, const Mat& b) {
-  auto m = [](long long x) { return static_cast<int>(((x % kPrime) + kPrime) % kPrime); };
-  return {m(1LL * a[0] * b[0] + 1LL * a[1] * b[2]), m(1LL * a[0] * b[1] + 1LL * a[1] * b[3]),
-          m(1LL * a[2] * b[0] + 1LL * a[3] * b[2]), m(1LL * a[2] * b[1] + 1LL * a[3] * b[3])};
-}
+using ep_test::kPrime;
+using ep_test::Mat;
+using ep_test::mat_mul;
 
 // The matrix world endpoint `w` contributes as element `k` (salt varies it per test).
 inline Mat mat_in(int w, int k, int salt = 0) {
@@ -189,32 +185,7 @@ inline Mat mat_product(const std::vector<int>& ws, int k, int salt = 0) {
   return acc;
 }
 
-// MPI user function: inoutvec[i] = invec[i] * inoutvec[i] (invec holds the lower ranks).
-inline void mat_mul_fn(void* invec, void* inoutvec, int* len, MPI_Datatype* dt) {
-  int tsize = 0;
-  MPI_Type_size(*dt, &tsize);
-  const long long n = 1LL * tsize * (*len) / static_cast<long long>(sizeof(Mat));
-  Mat* in = static_cast<Mat*>(invec);
-  Mat* io = static_cast<Mat*>(inoutvec);
-  for (long long i = 0; i < n; ++i) io[i] = mat_mul(in[i], io[i]);
-}
-
-// Create on the main thread (before run_layout); the op is not commutative.
-struct MatOp {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  MPI_Op op = MPI_OP_NULL;
-  MatOp() {
-    MPI_Type_contiguous(4, MPI_INT, &type);
-    MPI_Type_commit(&type);
-    MPI_Op_create(&mat_mul_fn, 0, &op);
-  }
-  ~MatOp() {
-    MPI_Op_free(&op);
-    MPI_Type_free(&type);
-  }
-  MatOp(const MatOp&) = delete;
-  MatOp& operator=(const MatOp&) = delete;
-};
+using ep_test::MatOp;
 
 inline std::vector<int> prefix(const std::vector<int>& v, int n) {
   return std::vector<int>(v.begin(), v.begin() + n);
