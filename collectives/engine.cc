@@ -50,24 +50,6 @@ void post_recv(CollOp& op, int frag) {
   op.recv_from.push_back(frag);
 }
 
-// Binomial tree relative to the root fragment: the parent (-1 at the root) and the
-// children of fragment `me`.
-void binomial(int me, int root, int n, int* parent, std::vector<int>* children) {
-  const int vr = (me - root + n) % n;
-  int mask = 1;
-  *parent = -1;
-  while (mask < n) {
-    if (vr & mask) {
-      *parent = (vr - mask + root) % n;
-      break;
-    }
-    mask <<= 1;
-  }
-  for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (vr + mask < n) children->push_back((vr + mask + root) % n);
-  }
-}
-
 // Posts the messages of the current round; false if the schedule has no such round.
 bool post_round(CollOp& op) {
   const int n = nfrags(op), me = op.c->my_frag;
@@ -113,7 +95,7 @@ bool post_round(CollOp& op) {
     case Pattern::kBcast: {
       int parent = -1;
       std::vector<int> children;
-      binomial(me, op.root_frag, n, &parent, &children);
+      runtime::binomial_tree(me, op.root_frag, n, &parent, &children);
       if (op.round == 0) {  // receive from the parent
         if (parent >= 0) post_recv(op, parent);
         return true;

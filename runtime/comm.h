@@ -152,12 +152,6 @@ class ShadowLock {
   ~ShadowLock() { c_->shadow_lock.store(false, std::memory_order_release); }
   ShadowLock(const ShadowLock&) = delete;
   ShadowLock& operator=(const ShadowLock&) = delete;
-  static bool try_lock(CommShared* c) {
-    // acquire: as above; relaxed load first to keep the line shared while held.
-    return !c->shadow_lock.load(std::memory_order_relaxed) &&
-           !c->shadow_lock.exchange(true, std::memory_order_acquire);
-  }
-  static void unlock(CommShared* c) { c->shadow_lock.store(false, std::memory_order_release); }
 
  private:
   static void cpu_pause() { progress::cpu_relax(); }

@@ -103,28 +103,32 @@ std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string&
   return out;
 }
 
-namespace {
-
-std::string frag_bcast_locked(CommShared* c, int tag, int root_frag, std::string mine) {
-  const int n = static_cast<int>(c->frag_leaders.size());
-  Endpoint* lead = c->coll->local[0].get();
-  const int vr = (c->my_frag - root_frag + n) % n;
-  auto leader_of = [&](int v) { return c->frag_leaders[(v + root_frag) % n]; };
+void binomial_tree(int me, int root, int n, int* parent, std::vector<int>* children) {
+  const int vr = (me - root + n) % n;
   int mask = 1;
-  while (mask < n) {  // binomial tree: receive from the parent
+  *parent = -1;
+  while (mask < n) {
     if (vr & mask) {
-      mine = recv_on_shadow(lead, leader_of(vr - mask), tag);
+      *parent = (vr - mask + root) % n;
       break;
     }
     mask <<= 1;
   }
-  for (mask >>= 1; mask > 0; mask >>= 1) {  // then send to the children
-    if (vr + mask < n) send_on_shadow(lead, leader_of(vr + mask), tag, mine);
+  for (mask >>= 1; mask > 0; mask >>= 1) {
+    if (vr + mask < n) children->push_back((vr + mask + root) % n);
   }
-  return mine;
 }
 
-}  // namespace
+std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine) {
+  Endpoint* lead = c->coll->local[0].get();
+  int parent = -1;
+  std::vector<int> children;
+  binomial_tree(c->my_frag, root_frag, static_cast<int>(c->frag_leaders.size()), &parent,
+                &children);
+  if (parent >= 0) mine = recv_on_shadow(lead, c->frag_leaders[parent], tag);
+  for (int ch : children) send_on_shadow(lead, c->frag_leaders[ch], tag, mine);
+  return mine;
+}
 
 std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
@@ -138,7 +142,7 @@ std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine
   } else {
     send_on_shadow(lead, c->frag_leaders[0], tag, mine);
   }
-  all = frag_bcast_locked(c, tag - 1, 0, std::move(all));
+  all = frag_bcast(c, tag - 1, 0, std::move(all));
   std::vector<std::string> out;
   out.reserve(static_cast<size_t>(nfrag));
   BlobReader rd(all);
@@ -146,39 +150,6 @@ std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine
   return out;
 }
 
-std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine) {
-  return frag_bcast_locked(c, tag, root_frag, std::move(mine));
-}
-
-std::shared_ptr<void> allgather(Endpoint* ep, std::string mine, const GatherPost& post) {
-  CommShared* c = ep->comm;
-  const int tag = hidden_tag(ep);
-  return c->local_round(ep->local_index, std::move(mine),
-                        [c, tag, &post](std::vector<std::string>& contrib) {
-    BlobWriter w;
-    for (size_t i = 0; i < contrib.size(); ++i) {
-      w.put<int>(c->local[i]->rank);
-      w.put_bytes(contrib[i]);
-    }
-    std::vector<std::string> frags = frag_allgather(c, tag, w.take());
-    auto by_rank = std::make_shared<std::vector<std::string>>(static_cast<size_t>(c->size));
-    for (const std::string& f : frags) {
-      BlobReader rd(f);
-      while (!rd.done()) {
-        int r = rd.get<int>();
-        std::string b = rd.get_bytes();
-        if (r >= 0 && r < c->size) (*by_rank)[r] = std::move(b);
-      }
-    }
-    if (post) return post(*by_rank);
-    return std::static_pointer_cast<void>(by_rank);
-  });
-}
-
-std::vector<std::string> allgather(Endpoint* ep, std::string mine) {
-  return *std::static_pointer_cast<std::vector<std::string>>(
-      allgather(ep, std::move(mine), GatherPost()));
-}
 
 std::shared_ptr<void> bcast(Endpoint* ep, int root, std::string data, const BcastPost& post) {
   CommShared* c = ep->comm;

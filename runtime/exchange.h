@@ -91,15 +91,13 @@ class HiddenRecv {
 // Fragment leaders (run by local_round's fn; `c` is an intracommunicator).
 // Returns every fragment's blob, by fragment index.
 std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine);
+// The binomial tree over n fragments rooted at `root`: the parent of `me` (-1 at the
+// root) and its children, in the order a broadcast sends to them.
+void binomial_tree(int me, int root, int n, int* parent, std::vector<int>* children);
 // Returns the blob of fragment `root_frag` (`mine` matters there only).
 std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine);
 
 // Endpoint level: collective over the endpoints of ep's (intra)communicator.
-// allgather: every endpoint's `mine`, by rank; `post` (optional) runs once per
-// fragment on the gathered vector and its result is what every caller gets.
-using GatherPost = std::function<std::shared_ptr<void>(std::vector<std::string>& by_rank)>;
-std::shared_ptr<void> allgather(Endpoint* ep, std::string mine, const GatherPost& post);
-std::vector<std::string> allgather(Endpoint* ep, std::string mine);
 // bcast: the root's `data`; `post` (optional) runs once per fragment on it.
 using BcastPost = std::function<std::shared_ptr<void>(std::string& data)>;
 std::shared_ptr<void> bcast(Endpoint* ep, int root, std::string data, const BcastPost& post);
