@@ -134,6 +134,7 @@ int EP_Query_thread(int *provided);
 int EP_Is_thread_main(int *flag);
 double EP_Wtime(void);
 int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler errhandler);
+int EP_Win_set_errhandler(EP_Win win, EP_Errhandler errhandler);
 int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler *errhandler);
 int EP_Error_string(int code, char *string, int *resultlen);
 
@@ -272,6 +273,53 @@ int EP_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                int root, EP_Comm comm, EP_Request *request);
 int EP_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, EP_Comm comm, EP_Request *request);
+
+/* ---- One-sided communication ---------------------------------------------------
+ * A window spans the endpoints of a communicator; the target of an operation is an
+ * endpoint rank.  Each endpoint exposes its own base, size and displacement unit.
+ * Accumulate-family operations (EP_Accumulate, EP_Get_accumulate, EP_Fetch_and_op,
+ * EP_Compare_and_swap) to one location are atomic per basic element with respect to
+ * each other, whichever endpoints issue them.  Operations are served at the target by
+ * its process's progress thread (passive target progress without the target endpoint);
+ * within a process they are plain memory operations done by the calling thread.
+ * Epochs: EP_Win_fence (active target) and EP_Win_lock/lock_all (passive target).  A
+ * lock of a target that this endpoint already holds locked, any lock inside lock_all, an
+ * unlock without a lock and a fence inside a passive epoch are EP_ERR_RMA_SYNC; locks of
+ * different targets may be held at once (MPI-3).  An operation outside an epoch is
+ * EP_ERR_RMA_SYNC, one outside the target's window EP_ERR_RMA_RANGE.  Windows start with
+ * EP_ERRORS_ARE_FATAL. */
+int EP_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
+                  EP_Win *win);
+/* baseptr is a (void **): it receives the address of the allocated memory. */
+int EP_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, void *baseptr,
+                    EP_Win *win);
+int EP_Win_free(EP_Win *win);
+int EP_Win_get_attr(EP_Win win, int win_keyval, void *attribute_val, int *flag);
+int EP_Win_get_group(EP_Win win, EP_Group *group);
+int EP_Win_fence(int assert, EP_Win win);
+int EP_Win_lock(int lock_type, int rank, int assert, EP_Win win);
+int EP_Win_unlock(int rank, EP_Win win);
+int EP_Win_lock_all(int assert, EP_Win win);
+int EP_Win_unlock_all(EP_Win win);
+int EP_Win_flush(int rank, EP_Win win);
+int EP_Win_flush_all(EP_Win win);
+int EP_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+           int target_rank, MPI_Aint target_disp, int target_count,
+           MPI_Datatype target_datatype, EP_Win win);
+int EP_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+           MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win);
+int EP_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Op op, EP_Win win);
+int EP_Get_accumulate(const void *origin_addr, int origin_count,
+                      MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                      MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                      int target_count, MPI_Datatype target_datatype, MPI_Op op, EP_Win win);
+int EP_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype,
+                    int target_rank, MPI_Aint target_disp, MPI_Op op, EP_Win win);
+int EP_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
+                        MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                        EP_Win win);
 
 #ifdef __cplusplus
 }
