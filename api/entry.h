@@ -15,6 +15,11 @@
 #include "runtime/request.h"
 #include "runtime/runtime.h"
 
+// EP_Group is a pointer to this.
+struct ep_group_s {
+  ep::runtime::Group g;
+};
+
 namespace ep::api {
 
 using ep::runtime::Endpoint;

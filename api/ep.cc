@@ -15,16 +15,13 @@
 
 #include "api/entry.h"
 #include "collectives/engine.h"
+#include "rma/window.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
-
-struct ep_group_s {
-  ep::runtime::Group g;
-};
 
 namespace {
 
@@ -328,7 +325,10 @@ extern "C" {
 int EP_Init(void) {
   if (runtime() != nullptr) return fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized");
   int err = ep::runtime::runtime_init();
-  if (err == EP_SUCCESS) ep::collectives::install();  // collective schedules run in passes
+  if (err == EP_SUCCESS) {
+    ep::collectives::install();  // collective schedules run in passes
+    ep::rma::rma_init();         // one-sided packets reach the window handler
+  }
   return err;
 }
 

@@ -170,6 +170,29 @@ std::string bcast(Endpoint* ep, int root, std::string data) {
   return *std::static_pointer_cast<std::string>(bcast(ep, root, std::move(data), BcastPost()));
 }
 
+std::vector<std::string> allgather(Endpoint* ep, std::string mine) {
+  CommShared* c = ep->comm;
+  const int tag = hidden_tag(ep);
+  auto all = std::static_pointer_cast<std::vector<std::string>>(c->local_round(
+      ep->local_index, std::move(mine), [c, tag](std::vector<std::string>& contrib) {
+        BlobWriter w;
+        for (const std::string& s : contrib) w.put_bytes(s);
+        std::vector<std::string> frags = frag_allgather(c, tag, w.take());
+        // Fragment f's blob lists its endpoints by local index; addr[r].local is r's.
+        std::vector<std::vector<std::string>> by_frag(frags.size());
+        for (size_t f = 0; f < frags.size(); ++f) {
+          BlobReader rd(frags[f]);
+          while (!rd.done()) by_frag[f].push_back(rd.get_bytes());
+        }
+        auto out = std::make_shared<std::vector<std::string>>(static_cast<size_t>(c->size));
+        for (int r = 0; r < c->size; ++r) {
+          (*out)[r] = by_frag[c->frag_of[r]][c->addr[r].local];
+        }
+        return std::static_pointer_cast<void>(out);
+      }));
+  return *all;
+}
+
 void barrier(Endpoint* ep) {
   CommShared* c = ep->comm;
   const int tag = hidden_tag(ep);

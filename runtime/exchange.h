@@ -102,6 +102,8 @@ std::string frag_bcast(CommShared* c, int tag, int root_frag, std::string mine);
 using BcastPost = std::function<std::shared_ptr<void>(std::string& data)>;
 std::shared_ptr<void> bcast(Endpoint* ep, int root, std::string data, const BcastPost& post);
 std::string bcast(Endpoint* ep, int root, std::string data);
+// Every endpoint's blob, by rank.
+std::vector<std::string> allgather(Endpoint* ep, std::string mine);
 // Returns when every endpoint of the communicator has entered.
 void barrier(Endpoint* ep);
 

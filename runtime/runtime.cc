@@ -24,6 +24,13 @@ Runtime* runtime() {
 void Runtime::on_packet(int src_proc, char* block, size_t len) {
   static_assert(sizeof(Envelope) <= progress::Engine::kHeadroom, "envelope must fit the headroom");
   const auto* h = reinterpret_cast<const WireHeader*>(block + progress::Engine::kHeadroom);
+  if (len >= sizeof(WireHeader) && h->kind == WireHeader::kRma) {
+    // acquire: pairs with the release store that installed the handler.
+    if (RmaSink sink = rma_sink.load(std::memory_order_acquire)) {
+      sink(src_proc, block, len);
+      return;
+    }
+  }
   CommShared* c = len >= sizeof(WireHeader) ? contexts.lookup(h->ctx) : nullptr;
   if (c == nullptr || h->dst_local >= c->local.size()) {
     counters.dropped_packets.fetch_add(1, std::memory_order_relaxed);  // statistics

@@ -25,7 +25,8 @@ namespace ep::runtime {
 
 // The packet header, in front of every packet on the packet comm.
 struct WireHeader {
-  enum Kind : uint8_t { kEager = 1, kRts = 2 };
+  // kRma: a one-sided packet (rma/window.h); ctx is then the destination window id.
+  enum Kind : uint8_t { kEager = 1, kRts = 2, kRma = 3 };
   uint32_t ctx;        // receiver's context id
   uint16_t dst_local;  // receiver's local endpoint index
   uint8_t kind;
@@ -51,6 +52,10 @@ class Runtime final : public progress::PacketSink {
   int world_rank = 0;
   int local_proc_index = 0;  // index among the processes of this node
   std::atomic<uint32_t> next_origin{0};
+  // The one-sided layer's packet handler (rma/window.h), installed by EP_Init before
+  // any window exists.  Stored with release, loaded with acquire by on_packet.
+  using RmaSink = void (*)(int src_proc, char* block, size_t len);
+  std::atomic<RmaSink> rma_sink{nullptr};
 
   void on_packet(int src_proc, char* block, size_t len) override;
 };

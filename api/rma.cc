@@ -1,0 +1,352 @@
+// rma.cc - the C entry points of one-sided communication: argument checks that need
+// no window state, the window's error handler, the concurrent-entry guard.  The
+// window itself is rma/window.h.
+#include "ep/ep.h"
+
+#include "api/entry.h"
+#include "rma/window.h"
+
+namespace {
+
+using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
+using ep::rma::OpArgs;
+using ep::rma::OpKind;
+using ep::rma::Win;
+
+Win* as_win(EP_Win h) {
+  auto* w = reinterpret_cast<Win*>(h);
+  return (w != nullptr && w->magic == Win::kMagic) ? w : nullptr;
+}
+
+int handle_win(Win* w, int code) { return handle(w->errhandler, code); }
+
+#define EP_GET_WIN(w, win, call)                                                     \
+  EP_CHECK_INIT(call);                                                               \
+  Win* w = as_win(win);                                                              \
+  if (w == nullptr) {                                                                \
+    return fail(EP_ERR_WIN, call, "window is %s",                                    \
+                (win) == EP_WIN_NULL ? "EP_WIN_NULL" : "not a valid window handle"); \
+  }                                                                                  \
+  Entry entry_guard(w->ep);                                                          \
+  if (!entry_guard.ok()) {                                                           \
+    return handle_win(w, fail(EP_ERR_CONCURRENT, call,                               \
+                              "another thread is inside a call on this window's "    \
+                              "endpoint %d",                                         \
+                              w->ep->rank));                                         \
+  }
+
+// The local verdict on a window's creation arguments (reported through fail()).
+int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* base,
+                 const void* out, Endpoint* ep, const char* call) {
+  if (out == nullptr) return fail(EP_ERR_ARG, call, "win is NULL");
+  if (ep->comm->inter) {
+    return fail(EP_ERR_COMM, call, "comm is an intercommunicator; windows need an intracommunicator");
+  }
+  if (size < 0) return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
+  if (disp_unit <= 0) return fail(EP_ERR_ARG, call, "disp_unit %d is not positive", disp_unit);
+  if (base_needed && base == nullptr && size > 0) {
+    return fail(EP_ERR_BUFFER, call, "base is NULL but size is %lld", static_cast<long long>(size));
+  }
+  return EP_SUCCESS;
+}
+
+// Checks the arguments of a buffer that carries data (count, datatype, pointer).
+int check_data(const void* buf, int count, MPI_Datatype type, const char* call,
+               const char* count_arg, const char* type_arg, const char* buf_arg) {
+  if (count < 0) return fail(EP_ERR_COUNT, call, "%s %d is negative", count_arg, count);
+  TypeInfo ti;
+  int err = check_type(type, &ti, call, type_arg);
+  if (err != EP_SUCCESS) return err;
+  if (buf == nullptr && count > 0 && ti.size > 0 && is_builtin(type)) {
+    return fail(EP_ERR_BUFFER, call, "%s is NULL but %s is %d", buf_arg, count_arg, count);
+  }
+  return EP_SUCCESS;
+}
+
+int run_op(EP_Win win, const OpArgs& a, const char* call) {
+  EP_GET_WIN(w, win, call);
+  int err = EP_SUCCESS;
+  const bool has_origin = a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
+  if (a.op == MPI_OP_NULL) err = fail(EP_ERR_OP, call, "op is MPI_OP_NULL");
+  if (err == EP_SUCCESS && has_origin) {
+    err = check_data(a.obuf, a.ocount, a.otype, call, "origin_count", "origin_datatype",
+                     "origin_addr");
+  }
+  if (err == EP_SUCCESS && (a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc ||
+                            a.kind == OpKind::kCas)) {
+    const bool get = a.kind == OpKind::kGet;
+    err = check_data(a.rbuf, a.rcount, a.rtype, call, get ? "origin_count" : "result_count",
+                     get ? "origin_datatype" : "result_datatype",
+                     get ? "origin_addr" : "result_addr");
+  }
+  if (err == EP_SUCCESS && a.kind == OpKind::kCas && a.cbuf == nullptr) {
+    err = fail(EP_ERR_BUFFER, call, "compare_addr is NULL");
+  }
+  if (err == EP_SUCCESS && a.tcount < 0) {
+    err = fail(EP_ERR_COUNT, call, "target_count %d is negative", a.tcount);
+  }
+  TypeInfo tti;
+  if (err == EP_SUCCESS) err = check_type(a.ttype, &tti, call, "target_datatype");
+  if (err == EP_SUCCESS) err = ep::rma::rma_op(w, a, call);
+  return handle_win(w, err);
+}
+
+}  // namespace
+
+extern "C" {
+
+int EP_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
+                  EP_Win* win) {
+  (void)info;  // no info keys are interpreted
+  EP_GET_COMM(ep, comm, "EP_Win_create");
+  int err = check_create(size, disp_unit, true, base, win, ep, "EP_Win_create");
+  if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
+  Win* w = nullptr;
+  err = ep::rma::win_create(ep, base, size, disp_unit, false, err, &w, "EP_Win_create");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  *win = reinterpret_cast<EP_Win>(w);  // not NULL: check_create passed everywhere
+  return EP_SUCCESS;
+}
+
+int EP_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, void* baseptr,
+                    EP_Win* win) {
+  (void)info;
+  EP_GET_COMM(ep, comm, "EP_Win_allocate");
+  int err = check_create(size, disp_unit, false, nullptr, win, ep, "EP_Win_allocate");
+  if (err == EP_SUCCESS && baseptr == nullptr) {
+    err = fail(EP_ERR_ARG, "EP_Win_allocate", "baseptr is NULL");
+  }
+  if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
+  Win* w = nullptr;
+  err = ep::rma::win_create(ep, nullptr, size, disp_unit, true, err, &w, "EP_Win_allocate");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  *static_cast<void**>(baseptr) = w->base;
+  *win = reinterpret_cast<EP_Win>(w);
+  return EP_SUCCESS;
+}
+
+int EP_Win_free(EP_Win* win) {
+  EP_CHECK_INIT("EP_Win_free");
+  if (win == nullptr) return fail(EP_ERR_ARG, "EP_Win_free", "win is NULL");
+  Win* w = as_win(*win);
+  if (w == nullptr) {
+    return fail(EP_ERR_WIN, "EP_Win_free", "*win is %s",
+                *win == EP_WIN_NULL ? "EP_WIN_NULL" : "not a valid window handle");
+  }
+  EP_Errhandler eh = w->errhandler;
+  int err;
+  {
+    Entry guard(w->ep);
+    if (!guard.ok()) {
+      return handle(eh, fail(EP_ERR_CONCURRENT, "EP_Win_free",
+                             "another thread is inside a call on this window's endpoint"));
+    }
+    err = ep::rma::win_free_prepare(w, "EP_Win_free");
+  }
+  if (err == EP_SUCCESS) {
+    ep::rma::win_free(w);
+    *win = EP_WIN_NULL;
+  }
+  return handle(eh, err);
+}
+
+int EP_Win_set_errhandler(EP_Win win, EP_Errhandler errhandler) {
+  EP_GET_WIN(w, win, "EP_Win_set_errhandler");
+  if (errhandler != EP_ERRORS_ARE_FATAL && errhandler != EP_ERRORS_RETURN) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_set_errhandler",
+                              "errhandler is neither EP_ERRORS_ARE_FATAL nor EP_ERRORS_RETURN"));
+  }
+  w->errhandler = errhandler;
+  return EP_SUCCESS;
+}
+
+int EP_Win_get_attr(EP_Win win, int win_keyval, void* attribute_val, int* flag) {
+  EP_GET_WIN(w, win, "EP_Win_get_attr");
+  if (attribute_val == nullptr || flag == nullptr) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_get_attr", "%s is NULL",
+                              flag == nullptr ? "flag" : "attribute_val"));
+  }
+  if (win_keyval == EP_WIN_BASE) {
+    *static_cast<void**>(attribute_val) = w->base;
+  } else if (win_keyval == EP_WIN_SIZE) {
+    *static_cast<MPI_Aint**>(attribute_val) = &w->size;
+  } else if (win_keyval == EP_WIN_DISP_UNIT) {
+    *static_cast<int**>(attribute_val) = &w->disp_unit;
+  } else {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_get_attr",
+                              "win_keyval %d is not EP_WIN_BASE, EP_WIN_SIZE or EP_WIN_DISP_UNIT",
+                              win_keyval));
+  }
+  *flag = 1;
+  return EP_SUCCESS;
+}
+
+int EP_Win_get_group(EP_Win win, EP_Group* group) {
+  EP_GET_WIN(w, win, "EP_Win_get_group");
+  if (group == nullptr) return handle_win(w, fail(EP_ERR_ARG, "EP_Win_get_group", "group is NULL"));
+  auto* g = new ep_group_s;
+  g->g.members = w->ep->comm->ids;
+  g->g.my_rank = w->ep->rank;
+  *group = g;
+  return EP_SUCCESS;
+}
+
+int EP_Win_fence(int assert_flags, EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_fence");
+  constexpr int kModes = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT |
+                         MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
+  if ((assert_flags & ~kModes) != 0) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_fence",
+                              "assert %#x has bits that are no EP_MODE_* flag", assert_flags));
+  }
+  return handle_win(w, ep::rma::win_fence(w, assert_flags, "EP_Win_fence"));
+}
+
+int EP_Win_lock(int lock_type, int rank, int assert_flags, EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_lock");
+  if (lock_type != EP_LOCK_SHARED && lock_type != EP_LOCK_EXCLUSIVE) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_lock",
+                              "lock_type %d is neither EP_LOCK_SHARED nor EP_LOCK_EXCLUSIVE",
+                              lock_type));
+  }
+  if ((assert_flags & ~MPI_MODE_NOCHECK) != 0) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_lock",
+                              "assert %#x: only EP_MODE_NOCHECK applies to a lock", assert_flags));
+  }
+  return handle_win(w, ep::rma::win_lock(w, lock_type, rank, assert_flags, "EP_Win_lock"));
+}
+
+int EP_Win_unlock(int rank, EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_unlock");
+  return handle_win(w, ep::rma::win_unlock(w, rank, "EP_Win_unlock"));
+}
+
+int EP_Win_lock_all(int assert_flags, EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_lock_all");
+  if ((assert_flags & ~MPI_MODE_NOCHECK) != 0) {
+    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_lock_all",
+                              "assert %#x: only EP_MODE_NOCHECK applies to a lock", assert_flags));
+  }
+  return handle_win(w, ep::rma::win_lock_all(w, assert_flags, "EP_Win_lock_all"));
+}
+
+int EP_Win_unlock_all(EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_unlock_all");
+  return handle_win(w, ep::rma::win_unlock_all(w, "EP_Win_unlock_all"));
+}
+
+int EP_Win_flush(int rank, EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_flush");
+  if (rank == ep::rma::kAllTargets) rank = -1;  // never a flush_all in disguise
+  return handle_win(w, ep::rma::win_flush(w, rank, "EP_Win_flush"));
+}
+
+int EP_Win_flush_all(EP_Win win) {
+  EP_GET_WIN(w, win, "EP_Win_flush_all");
+  return handle_win(w, ep::rma::win_flush(w, ep::rma::kAllTargets, "EP_Win_flush_all"));
+}
+
+int EP_Put(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
+           int target_rank, MPI_Aint target_disp, int target_count,
+           MPI_Datatype target_datatype, EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kPut;
+  a.obuf = origin_addr;
+  a.ocount = origin_count;
+  a.otype = origin_datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = target_count;
+  a.ttype = target_datatype;
+  return run_op(win, a, "EP_Put");
+}
+
+int EP_Get(void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+           MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kGet;
+  a.rbuf = origin_addr;
+  a.rcount = origin_count;
+  a.rtype = origin_datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = target_count;
+  a.ttype = target_datatype;
+  return run_op(win, a, "EP_Get");
+}
+
+int EP_Accumulate(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                  int target_rank, MPI_Aint target_disp, int target_count,
+                  MPI_Datatype target_datatype, MPI_Op op, EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kAcc;
+  a.obuf = origin_addr;
+  a.ocount = origin_count;
+  a.otype = origin_datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = target_count;
+  a.ttype = target_datatype;
+  a.op = op;
+  return run_op(win, a, "EP_Accumulate");
+}
+
+int EP_Get_accumulate(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                      void* result_addr, int result_count, MPI_Datatype result_datatype,
+                      int target_rank, MPI_Aint target_disp, int target_count,
+                      MPI_Datatype target_datatype, MPI_Op op, EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kGetAcc;
+  a.obuf = origin_addr;
+  a.ocount = origin_count;
+  a.otype = origin_datatype;
+  a.rbuf = result_addr;
+  a.rcount = result_count;
+  a.rtype = result_datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = target_count;
+  a.ttype = target_datatype;
+  a.op = op;
+  return run_op(win, a, "EP_Get_accumulate");
+}
+
+int EP_Fetch_and_op(const void* origin_addr, void* result_addr, MPI_Datatype datatype,
+                    int target_rank, MPI_Aint target_disp, MPI_Op op, EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kGetAcc;
+  a.obuf = origin_addr;
+  a.ocount = 1;
+  a.otype = datatype;
+  a.rbuf = result_addr;
+  a.rcount = 1;
+  a.rtype = datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = 1;
+  a.ttype = datatype;
+  a.op = op;
+  return run_op(win, a, "EP_Fetch_and_op");
+}
+
+int EP_Compare_and_swap(const void* origin_addr, const void* compare_addr, void* result_addr,
+                        MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
+                        EP_Win win) {
+  OpArgs a;
+  a.kind = OpKind::kCas;
+  a.obuf = origin_addr;
+  a.ocount = 1;
+  a.otype = datatype;
+  a.cbuf = compare_addr;
+  a.rbuf = result_addr;
+  a.rcount = 1;
+  a.rtype = datatype;
+  a.target = target_rank;
+  a.tdisp = target_disp;
+  a.tcount = 1;
+  a.ttype = datatype;
+  a.op = MPI_REPLACE;
+  return run_op(win, a, "EP_Compare_and_swap");
+}
+
+}  // extern "C"
