@@ -1,11 +1,18 @@
 #include "rma/window.h"
 
+#include <sys/mman.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <new>
+#include <random>
 #include <string>
 #include <unordered_map>
 
@@ -89,6 +96,46 @@ WinTable& table() {
 }
 
 constexpr uint32_t kMaxBlocksPerChunk = 4096;
+
+// Holds a window's accumulate lock (see "Accumulate atomicity" in window.h).
+class AccGuard {
+ public:
+  explicit AccGuard(std::atomic<uint32_t>* lock) : lock_(lock) {
+    // acquire: pairs with the release store in the previous holder's destructor.
+    for (int spins = 0; lock_->exchange(1, std::memory_order_acquire) != 0; ++spins) {
+      if (spins < 64) {
+        progress::cpu_relax();
+      } else {
+        sched_yield();  // the holder may be descheduled (2 cores, many threads)
+      }
+    }
+  }
+  ~AccGuard() { lock_->store(0, std::memory_order_release); }
+  AccGuard(const AccGuard&) = delete;
+  AccGuard& operator=(const AccGuard&) = delete;
+
+ private:
+  std::atomic<uint32_t>* lock_;
+};
+
+// The shared segment's header (kSegHeader bytes in front of the window memory).
+struct SegHeader {
+  std::atomic<uint32_t> lock{0};
+  uint64_t cookie = 0;  // random; proves a mapping is the segment it should be
+};
+static_assert(sizeof(SegHeader) <= kSegHeader, "the header fits");
+
+// Identifies this node: processes with equal keys may map each other's segments
+// (the cookie check catches a wrong guess).
+uint64_t node_key() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string id(host);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string line;
+  if (std::getline(boot, line)) id += line;
+  return std::hash<std::string>()(id);
+}
 
 // ---- packets ---------------------------------------------------------------------
 
@@ -260,7 +307,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks,
     case kPut:
     case kAcc: {
       if (h.op == kAcc) {
-        std::lock_guard<std::mutex> g(w->acc_mu);
+        AccGuard g(w->acc_lock);
         apply_blocks(w->base, blocks, h.nblocks, payload, h.op, h.basic, h.mpi_op, h.elem);
       } else {
         apply_blocks(w->base, blocks, h.nblocks, payload, h.op, h.basic, h.mpi_op, h.elem);
@@ -283,7 +330,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks,
       if (h.op == kGet) {
         read_blocks(w->base, blocks, h.nblocks, out);
       } else {
-        std::lock_guard<std::mutex> g(w->acc_mu);
+        AccGuard g(w->acc_lock);
         read_blocks(w->base, blocks, h.nblocks, out);
         if (h.op == kGetAcc) {
           if (h.mpi_op != MPI_NO_OP) {
@@ -461,10 +508,11 @@ int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const 
   return EP_SUCCESS;
 }
 
-// The operation on a window of this process, by the calling thread.
-void run_local(Win* t, int64_t off, const OpArgs& a, const Layout& ol, const Layout& rl,
-               const Layout& tl) {
-  char* base = t->base + off;
+// The operation on memory this thread can address - a window of this process, or a
+// mapped segment of another process of the node - done by the calling thread.
+// `base` is the target address (window base + displacement).
+void run_direct(char* base, std::atomic<uint32_t>* acc_lock, const OpArgs& a, const Layout& ol,
+                const Layout& rl, const Layout& tl) {
   switch (a.kind) {
     case OpKind::kPut:
       copy(static_cast<const char*>(a.obuf), ol, base, tl);
@@ -480,7 +528,7 @@ void run_local(Win* t, int64_t off, const OpArgs& a, const Layout& ol, const Lay
     in.resize(static_cast<size_t>(ol.bytes));
     gather(static_cast<const char*>(a.obuf), ol, 0, ol.bytes, in.data());
   }
-  std::lock_guard<std::mutex> g(t->acc_mu);
+  AccGuard g(acc_lock);
   if (a.kind != OpKind::kAcc) {
     std::string old(static_cast<size_t>(tl.bytes), '\0');
     gather(base, tl, 0, tl.bytes, old.data());
@@ -570,26 +618,79 @@ void rma_init() {
   runtime()->rma_sink.store(&on_rma_packet, std::memory_order_release);
 }
 
+namespace {
+
+// EP_Win_allocate: the window memory in a shared segment (a memfd), zero-filled.
+bool allocate_segment(Win* w) {
+  w->seg_len = kSegHeader + static_cast<size_t>(w->size);
+  w->memfd = memfd_create("ep-window", MFD_CLOEXEC);
+  if (w->memfd < 0 || ftruncate(w->memfd, static_cast<off_t>(w->seg_len)) != 0) return false;
+  void* p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+  if (p == MAP_FAILED) return false;
+  w->seg = static_cast<char*>(p);
+  auto* h = new (w->seg) SegHeader;
+  h->cookie = std::random_device()() | (static_cast<uint64_t>(std::random_device()()) << 32);
+  w->acc_lock = &h->lock;
+  w->base = w->seg + kSegHeader;
+  return true;
+}
+
+// Maps another process's segment; false (and nothing mapped) if it is not the one
+// announced.
+bool map_segment(Target* t, int pid, int fd, size_t len, uint64_t cookie) {
+  std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  int f = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (f < 0) return false;
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+  close(f);
+  if (p == MAP_FAILED) return false;
+  auto* h = static_cast<SegHeader*>(p);
+  if (h->cookie != cookie) {
+    munmap(p, len);
+    return false;
+  }
+  t->mapped = static_cast<char*>(p);
+  t->mapped_len = len;
+  t->mapped_lock = &h->lock;
+  return true;
+}
+
+void release_memory(Win* w) {
+  for (Target& t : w->targets) {
+    if (t.mapped != nullptr) munmap(t.mapped, t.mapped_len);
+    t.mapped = nullptr;
+  }
+  if (w->seg != nullptr) munmap(w->seg, w->seg_len);
+  if (w->memfd >= 0) close(w->memfd);
+}
+
+}  // namespace
+
 int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allocate,
                int local_error, Win** out, const char* call) {
   auto* w = new Win;
   w->size = size;
   w->disp_unit = disp_unit;
   w->allocated = allocate;
-  if (allocate && local_error == EP_SUCCESS && size > 0) {
-    w->base = static_cast<char*>(std::calloc(1, static_cast<size_t>(size)));
-    if (w->base == nullptr) local_error = fail(EP_ERR_ARG, call, "cannot allocate %lld bytes",
-                                               static_cast<long long>(size));
+  if (allocate && local_error == EP_SUCCESS && !allocate_segment(w)) {
+    local_error = fail(EP_ERR_ARG, call, "cannot allocate a shared segment of %lld bytes",
+                       static_cast<long long>(size));
   } else if (!allocate) {
     w->base = static_cast<char*>(base);
   }
   w->id = table().add(w);
   // One exchange carries every endpoint's verdict and window: nobody hangs on a bad call.
+  static const uint64_t kNode = node_key();
   runtime::BlobWriter bw;
   bw.put<int32_t>(local_error);
   bw.put<uint32_t>(w->id);
   bw.put<int64_t>(size);
   bw.put<int32_t>(disp_unit);
+  bw.put<uint64_t>(kNode);
+  bw.put<int32_t>(static_cast<int32_t>(getpid()));
+  bw.put<int32_t>(w->memfd);
+  bw.put<uint64_t>(w->seg_len);
+  bw.put<uint64_t>(w->seg != nullptr ? reinterpret_cast<SegHeader*>(w->seg)->cookie : 0);
   std::vector<std::string> all = runtime::allgather(ep, bw.take());
   const int n = static_cast<int>(all.size());
   const int me = runtime()->world_rank;
@@ -603,11 +704,18 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
     t.id = rd.get<uint32_t>();
     t.size = rd.get<int64_t>();
     t.disp_unit = rd.get<int32_t>();
-    if (t.proc == me) t.local = table().find(t.id);  // registered before the exchange
+    const uint64_t node = rd.get<uint64_t>();
+    const int pid = rd.get<int32_t>(), fd = rd.get<int32_t>();
+    const uint64_t len = rd.get<uint64_t>(), cookie = rd.get<uint64_t>();
+    if (t.proc == me) {
+      t.local = table().find(t.id);  // registered before the exchange
+    } else if (node == kNode && fd >= 0 && bad_rank < 0) {
+      map_segment(&t, pid, fd, len, cookie);  // on failure: remote handler calls
+    }
   }
   if (bad_rank >= 0) {
     table().remove(w->id);
-    if (w->allocated) std::free(w->base);
+    release_memory(w);
     delete w;
     if (local_error != EP_SUCCESS) return local_error;
     return fail(EP_ERR_ARG, call, "endpoint %d passed an invalid argument; no window was created",
@@ -634,7 +742,7 @@ void win_free(Win* w) {
   runtime::barrier(w->ep);  // nobody addresses this window after this
   table().remove(w->id);
   runtime::comm_free(w->ep);
-  if (w->allocated) std::free(w->base);
+  release_memory(w);
   w->magic = 0;
   delete w;
 }
@@ -789,7 +897,9 @@ int rma_op(Win* w, const OpArgs& a, const char* call) {
   const Target& t = w->targets[a.target];
   const int64_t off = static_cast<int64_t>(a.tdisp) * t.disp_unit;
   if (t.local != nullptr) {
-    run_local(t.local, off, a, ol, rl, tl);
+    run_direct(t.local->base + off, t.local->acc_lock, a, ol, rl, tl);
+  } else if (t.mapped != nullptr) {
+    run_direct(t.mapped + kSegHeader + off, t.mapped_lock, a, ol, rl, tl);
   } else {
     run_remote(w, t, off, a, ol, rl, tl);
   }

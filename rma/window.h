@@ -13,7 +13,17 @@
 // packet addressed (process, window id) - no MPI window exists.
 //
 // Within a process, an operation is done by the calling thread on the target's
-// memory (memcpy, or MPI_Reduce_local under the target's accumulate mutex): no MPI.
+// memory (memcpy, or MPI_Reduce_local under the target's accumulate lock): no MPI.
+//
+// Within a node, EP_Win_allocate windows are shared memory: each endpoint's memory is
+// a memfd segment (a 64-byte header holding the accumulate lock and a random cookie,
+// then the memory); at creation every process of the node maps the segments of the
+// others (open /proc/<pid>/fd/<fd>, checked against the cookie, so a segment of the
+// wrong node or process is never used), and operations to those targets are done by
+// the origin thread in the mapping, like local ones - complete when the call
+// returns, no target involvement.  If mapping fails (another node, no permission),
+// the target is served by remote handler calls as below.  EP_Win_create windows
+// expose user memory, which cannot be mapped, and always take the handler path.
 //
 // Between processes: remote handler calls served by the target process's progress
 // engine (the MPICH one-sided design note), so the target endpoint need not call
@@ -47,9 +57,11 @@
 // its flag).  EP_MODE_NOCHECK skips the lock.
 //
 // Accumulate atomicity: every accumulate-family operation on a Win - by a local
-// origin thread or by the baton holder serving a remote one - runs under the target
-// Win's `acc_mu`; MPI guarantees atomicity only among accumulates, so put and get do
-// not take it.
+// origin thread, by an origin of another process of the node through the mapping, or
+// by the baton holder serving a remote one - runs under the target's accumulate lock,
+// a spin word taken with an acquire exchange and released with a release store (it
+// can live in shared memory, which a std::mutex cannot); MPI guarantees atomicity
+// only among accumulates, so put and get do not take it.
 //
 // Lifetime of a Win against the packet handler: the handler finishes every access to
 // a Win before it submits the reply that lets the origin go on (an origin may free
@@ -85,6 +97,9 @@
 
 namespace ep::rma {
 
+// EP_Win_allocate windows: the header in front of the memory in the shared segment.
+constexpr size_t kSegHeader = 64;
+
 class Win;
 
 // What an origin knows about each rank of the window.
@@ -94,6 +109,11 @@ struct Target {
   int64_t size = 0;       // bytes
   int disp_unit = 1;
   Win* local = nullptr;   // the Win itself if it lives in this process
+  // Another process of this node whose window is a shared segment (EP_Win_allocate):
+  // our mapping of it (window memory at mapped + kSegHeader) and its accumulate lock.
+  char* mapped = nullptr;
+  size_t mapped_len = 0;
+  std::atomic<uint32_t>* mapped_lock = nullptr;
 };
 
 struct LockWaiter {
@@ -117,8 +137,13 @@ class Win {
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
   std::vector<Target> targets;  // by rank; written at creation, then read-only
 
-  // Target side.
-  std::mutex acc_mu;  // accumulate atomicity (see above)
+  // Target side.  The accumulate lock is a spin word (see "Accumulate atomicity"):
+  // in the shared segment's header for EP_Win_allocate windows, else own_lock.
+  std::atomic<uint32_t> own_lock{0};
+  std::atomic<uint32_t>* acc_lock = &own_lock;
+  char* seg = nullptr;  // EP_Win_allocate: the shared segment (header + memory)
+  size_t seg_len = 0;
+  int memfd = -1;
   std::mutex lock_mu;
   int lock_shared = 0;      // guarded by lock_mu
   bool lock_excl = false;   // guarded by lock_mu
