@@ -660,7 +660,11 @@ void release_memory(Win* w) {
     if (t.mapped != nullptr) munmap(t.mapped, t.mapped_len);
     t.mapped = nullptr;
   }
-  if (w->seg != nullptr) munmap(w->seg, w->seg_len);
+  if (w->seg != nullptr) {
+    munmap(w->seg, w->seg_len);
+  } else if (w->allocated) {
+    std::free(w->base);
+  }
   if (w->memfd >= 0) close(w->memfd);
 }
 
@@ -673,8 +677,15 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   w->disp_unit = disp_unit;
   w->allocated = allocate;
   if (allocate && local_error == EP_SUCCESS && !allocate_segment(w)) {
-    local_error = fail(EP_ERR_ARG, call, "cannot allocate a shared segment of %lld bytes",
-                       static_cast<long long>(size));
+    release_memory(w);  // no segment (e.g. out of file descriptors): private memory
+    w->seg = nullptr;
+    w->memfd = -1;
+    w->acc_lock = &w->own_lock;
+    w->base = static_cast<char*>(std::calloc(1, static_cast<size_t>(size > 0 ? size : 1)));
+    if (w->base == nullptr) {
+      local_error = fail(EP_ERR_ARG, call, "cannot allocate %lld bytes",
+                         static_cast<long long>(size));
+    }
   } else if (!allocate) {
     w->base = static_cast<char*>(base);
   }
@@ -723,6 +734,12 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   }
   int err = runtime::comm_dup(ep, &w->ep);
   if (err != EP_SUCCESS) return err;  // not reached: dup of a valid intracomm succeeds
+  // The dup completed, so every endpoint has entered it, after mapping: the segment's
+  // file descriptor is no longer needed (the mappings keep the memory).
+  if (w->memfd >= 0) {
+    close(w->memfd);
+    w->memfd = -1;
+  }
   w->issued.assign(static_cast<size_t>(n), 0);
   w->acked.reset(new std::atomic<uint64_t>[static_cast<size_t>(n)]());
   w->locked.assign(static_cast<size_t>(n), 0);
