@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds and runs libep's one-sided benchmark and prints its table.
+#
+# Usage: tools/bench/rma_run.sh [--reps N]
+#   mpiexec -n 2 rma_bench   libep (2 processes x 2 endpoints, endpoint 0 of process 0 ->
+#                            endpoint 0 of process 1) and plain MPI (rank 0 -> rank 1) in
+#                            the same run; 8-byte put + flush rate and fetch-and-op + flush
+#                            latency on allocated windows (EP_Win_allocate against
+#                            MPI_Win_allocate: the issue's targets) and on windows over
+#                            user memory (EP_Win_create against MPI_Win_create).
+# Environment: BAZEL_OUTPUT_BASE, BAZEL, MPIEXEC as for tools/bench/run.sh.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+bazel_cmd=("${BAZEL:-bazel}")
+flags=(--noshow_progress)
+if [[ -n "${BAZEL_OUTPUT_BASE:-}" ]]; then
+  bazel_cmd+=("--output_base=${BAZEL_OUTPUT_BASE}")
+  flags+=(--symlink_prefix=/)
+fi
+"${bazel_cmd[@]}" build "${flags[@]}" //tools/bench:rma_bench >&2
+exe="$("${bazel_cmd[@]}" info "${flags[@]}" bazel-bin 2>/dev/null)/tools/bench/rma_bench"
+mpiexec="${MPIEXEC:-mpiexec}"
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+echo "rma_run.sh: $mpiexec -n 2 $exe $*" >&2
+"$mpiexec" -n 2 "$exe" "$@" >>"$out"
+
+v() { awk -v k="$1" '$1 == k { print $2 }' "$out"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
+verdict() { awk -v a="$1" -v b="$2" -v t="$3" -v hi="$4" 'BEGIN { r = a / b; ok = hi ? r >= t : r <= t; print ok ? "yes" : "NO" }'; }
+
+if [[ "$(v checks_ok)" != "1" ]]; then
+  echo "rma_run.sh: the benchmark's result checks failed" >&2
+  exit 1
+fi
+
+echo "# libep rma_bench, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| | measurement | libep (2 x 2) | MPI (2 processes) | ratio | target | met |"
+echo "|---|---|---:|---:|---:|---|---|"
+row() {  # row N label libep_key mpi_key unit target_ratio higher_is_better
+  local a b
+  a=$(v "$3")
+  b=$(v "$4")
+  echo "| $1 | $2 | $a $5 | $b $5 | $(ratio "$a" "$b") | $([[ $7 == 1 ]] && echo ">=" || echo "<=") ${6}x | $(verdict "$a" "$b" "$6" "$7") |"
+}
+row 1 "8 B put + flush rate, EP_Win_allocate / MPI_Win_allocate" ep_alloc_put8_rate mpi_alloc_put8_rate ops/s 0.5 1
+row 2 "8 B fetch-and-op + flush latency, EP_Win_allocate / MPI_Win_allocate" ep_alloc_fop8_us mpi_alloc_fop8_us us 2 0
+row 3 "8 B put + flush rate, EP_Win_create / MPI_Win_create" ep_create_put8_rate mpi_create_put8_rate ops/s 0.5 1
+row 4 "8 B fetch-and-op + flush latency, EP_Win_create / MPI_Win_create" ep_create_fop8_us mpi_create_fop8_us us 2 0
