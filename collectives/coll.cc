@@ -3,6 +3,8 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "ep/ep.h"
 #include "runtime/exchange.h"
 #include "runtime/runtime.h"
+#include "runtime/team.h"
 
 namespace ep::collectives {
 namespace {
@@ -17,25 +20,49 @@ namespace {
 using runtime::BlobReader;
 using runtime::BlobWriter;
 
-std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
-  std::string out(static_cast<size_t>(ti.size * count), '\0');
-  if (!out.empty()) runtime::pack(buf, count, type, ti, out.data());
-  return out;
-}
-
-void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
-              const TypeInfo& ti) {
-  if (!data.empty()) {
-    runtime::unpack(data.data(), static_cast<int64_t>(data.size()), buf, count, type, ti);
-  }
-}
-
 // Element `i` of a buffer of `type` (MPI's extent arithmetic).
 const char* elem(const void* base, int64_t i, const TypeInfo& ti) {
   return static_cast<const char*>(base) + i * ti.extent;
 }
 char* elem(void* base, int64_t i, const TypeInfo& ti) {
   return static_cast<char*>(base) + i * ti.extent;
+}
+
+// Helper teams (runtime/team.h): a step over `count` elements of `ti` runs in chunks
+// shared with the team's waiting members when it is large enough; false: do it alone.
+bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (team == nullptr || ti.size == 0 || ti.size * count < kParallelBytes) return false;
+  const int64_t grain = std::max<int64_t>(1, kTeamGrainBytes / ti.size);
+  return runtime::team_parallel_for(team, count, grain, fn);
+}
+
+std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+                   runtime::Team* team = nullptr) {
+  std::string out(static_cast<size_t>(ti.size * count), '\0');
+  if (out.empty()) return out;
+  char* o = out.data();
+  if (!team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
+        runtime::pack(elem(buf, b, ti), static_cast<int>(e - b), type, ti, o + b * ti.size);
+      })) {
+    runtime::pack(buf, count, type, ti, o);
+  }
+  return out;
+}
+
+void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
+              const TypeInfo& ti, runtime::Team* team = nullptr) {
+  if (data.empty()) return;
+  const char* in = data.data();
+  // Chunks only for a whole payload (a short one unpacks whole elements only).
+  if (static_cast<int64_t>(data.size()) == ti.size * count &&
+      team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
+        runtime::unpack(in + b * ti.size, (e - b) * ti.size, elem(buf, b, ti),
+                        static_cast<int>(e - b), type, ti);
+      })) {
+    return;
+  }
+  runtime::unpack(in, static_cast<int64_t>(data.size()), buf, count, type, ti);
 }
 
 // A scratch buffer of `count` elements of `type`, laid out as in user memory.
@@ -46,13 +73,13 @@ class TypedBuffer {
     MPI_Type_get_extent(type, &lb, &extent);
     MPI_Type_get_true_extent(type, &tlb, &textent);
     size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * extent) : 0;
-    mem_.resize(span + 1);
-    base_ = mem_.data() - tlb;
+    mem_.reset(new char[span + 1]);  // uninitialized: every use writes it before reading
+    base_ = mem_.get() - tlb;
   }
   void* get() { return base_; }
 
  private:
-  std::vector<char> mem_;
+  std::unique_ptr<char[]> mem_;
   char* base_;
 };
 
@@ -67,6 +94,13 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
 #else
   const bool parallel = true;
 #endif
+  // Helper team first: its waiting members take chunks (the TBB pool is not theirs).
+  if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
+        MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
+                         a.op);
+      })) {
+    return;
+  }
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {
     MPI_Reduce_local(x, acc, count, a.type, a.op);
     return;
@@ -80,6 +114,13 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
 }
 
 void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
+  if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
+        const int n = static_cast<int>(e - b);
+        runtime::copy(elem(src, b, a.ti), n, a.type, a.ti, elem(dst, b, a.ti), n, a.type, a.ti,
+                      a.ti.size * n);
+      })) {
+    return;
+  }
   runtime::copy(src, count, a.type, a.ti, dst, count, a.type, a.ti, a.ti.size * count);
 }
 
@@ -148,7 +189,7 @@ class ReduceOp final : public CollOp {
       for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
         reduce_into(input_of(parts[i]), acc.get(), args.count, args);
       }
-      out = pack_n(acc.get(), args.count, args.type, args.ti);
+      out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
     } else {  // every rank's input
       BlobWriter w;
       for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
@@ -160,9 +201,9 @@ class ReduceOp final : public CollOp {
     TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
     if (ordered_) {
       const int n = static_cast<int>(in.size());
-      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti);
+      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti, args.team);
       for (int f = n - 2; f >= 0; --f) {
-        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti);
+        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti, args.team);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
     } else {
