@@ -127,11 +127,11 @@ int Team::release_handle(const char* call) {
   return EP_SUCCESS;
 }
 
-void Team::work_on(HelpJob& job) {
-  for (;;) {
+int64_t Team::work_on(HelpJob& job) {
+  for (int64_t ran = 0;; ++ran) {
     // relaxed: the counter only hands out distinct chunk indices.
     const int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (c >= job.chunks) return;
+    if (c >= job.chunks) return ran;
     const int64_t b = c * job.grain;
     (*job.fn)(b, std::min(job.n, b + job.grain));
     job.done.fetch_add(1, std::memory_order_release);  // pairs: acquire in run_job()
@@ -160,13 +160,15 @@ void Team::help_until_closed(uint64_t epoch) {
       }
     }
     if (job != nullptr) {
-      work_on(*job);
+      const int64_t ran = work_on(*job);
+      helped_chunks_.fetch_add(static_cast<uint64_t>(ran), std::memory_order_relaxed);  // stats
       job->users.fetch_sub(1, std::memory_order_release);  // pairs: acquire in run_job()
       backoff.reset();
       continue;
     }
     // No job: progress the process's pending point-to-point (and collective schedules).
     if (engine.try_progress()) {
+      helped_passes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
       backoff.reset();
       continue;
     }

@@ -77,6 +77,11 @@ class Team {
   // Posts `job`, works on it, returns when all its chunks are done and no helper holds it.
   void run_job(HelpJob& job);
 
+  // Counters for tests and benchmarks: job chunks run by helpers (not by posters) and
+  // progress passes that made progress on helpers.
+  uint64_t helped_chunks() const { return helped_chunks_.load(std::memory_order_relaxed); }
+  uint64_t helped_passes() const { return helped_passes_.load(std::memory_order_relaxed); }
+
   void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a holder exists
   void unref();
 
@@ -87,7 +92,8 @@ class Team {
   void depart_locked(bool syncing);
   // Helps until the epoch `epoch` closed.
   void help_until_closed(uint64_t epoch);
-  static void work_on(HelpJob& job);
+  // Runs unclaimed chunks of `job`; returns how many.
+  static int64_t work_on(HelpJob& job);
 
   const int maxsize_;
   const bool balanced_;
@@ -102,6 +108,8 @@ class Team {
   std::deque<HelpJob*> jobs_;   // posted jobs with unclaimed chunks, guarded by mu_
   std::atomic<int> helpers_{0};  // threads in help_until_closed
   std::atomic<int> refs_{1};
+  // relaxed: statistics only.
+  std::atomic<uint64_t> helped_chunks_{0}, helped_passes_{0};
 };
 
 // The team the calling thread joined, or nullptr.
