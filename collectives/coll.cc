@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,62 @@ void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
   runtime::unpack(in, static_cast<int64_t>(data.size()), buf, count, type, ti);
 }
 
+// Large scratch blocks are kept for the next reduction: a fresh multi-MiB block costs a
+// page fault per 4 KiB on first touch (more than the copies themselves), and the
+// allocator returns freed ones to the system.  At most kPoolBlocks blocks, each used by
+// one TypedBuffer at a time.  Thread-safe (mu).
+class ScratchPool {
+ public:
+  static constexpr size_t kMinBytes = static_cast<size_t>(kParallelBytes);
+  static constexpr size_t kPoolBlocks = 4;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;  // larger blocks are not kept
+
+  std::unique_ptr<char[]> take(size_t bytes, size_t* cap) {
+    if (bytes >= kMinBytes && bytes <= kMaxBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The smallest block that fits.
+      size_t best = blocks_.size();
+      for (size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].cap >= bytes && (best == blocks_.size() || blocks_[i].cap < blocks_[best].cap)) {
+          best = i;
+        }
+      }
+      if (best != blocks_.size()) {
+        std::unique_ptr<char[]> m = std::move(blocks_[best].mem);
+        *cap = blocks_[best].cap;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        return m;
+      }
+    }
+    *cap = bytes;
+    return std::unique_ptr<char[]>(new char[bytes]);  // uninitialized: written before read
+  }
+  void give(std::unique_ptr<char[]> mem, size_t cap) {
+    if (cap < kMinBytes || cap > kMaxBytes) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (blocks_.size() == kPoolBlocks) {  // drop the smallest
+      auto it = std::min_element(blocks_.begin(), blocks_.end(),
+                                 [](const Block& a, const Block& b) { return a.cap < b.cap; });
+      if (it->cap >= cap) return;
+      blocks_.erase(it);
+    }
+    blocks_.push_back(Block{std::move(mem), cap});
+  }
+
+ private:
+  struct Block {
+    std::unique_ptr<char[]> mem;
+    size_t cap;
+  };
+  std::mutex mu_;
+  std::vector<Block> blocks_;  // guarded by mu_
+};
+
+ScratchPool& scratch_pool() {
+  static ScratchPool* pool = new ScratchPool;  // never destroyed: used until exit
+  return *pool;
+}
+
 // A scratch buffer of `count` elements of `type`, laid out as in user memory.
 class TypedBuffer {
  public:
@@ -73,13 +130,17 @@ class TypedBuffer {
     MPI_Type_get_extent(type, &lb, &extent);
     MPI_Type_get_true_extent(type, &tlb, &textent);
     size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * extent) : 0;
-    mem_.reset(new char[span + 1]);  // uninitialized: every use writes it before reading
+    mem_ = scratch_pool().take(span + 1, &cap_);  // every use writes it before reading
     base_ = mem_.get() - tlb;
   }
+  ~TypedBuffer() { scratch_pool().give(std::move(mem_), cap_); }
+  TypedBuffer(const TypedBuffer&) = delete;
+  TypedBuffer& operator=(const TypedBuffer&) = delete;
   void* get() { return base_; }
 
  private:
   std::unique_ptr<char[]> mem_;
+  size_t cap_ = 0;
   char* base_;
 };
 

@@ -166,11 +166,12 @@ void Team::help_until_closed(uint64_t epoch) {
       backoff.reset();
       continue;
     }
-    // No job: progress the process's pending point-to-point (and collective schedules).
+    // No job: progress the process's pending point-to-point (and collective schedules)
+    // while we are awake.  Progress does not restart the spin phase: on 2 cores a helper
+    // that kept spinning would take the core from the thread it should help (and from
+    // the other processes); posting a job wakes it from its sleep.
     if (engine.try_progress()) {
       helped_passes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-      backoff.reset();
-      continue;
     }
     const int64_t ns = backoff.pause();
     if (ns > 0) {

@@ -13,10 +13,11 @@
 //   - takes chunks of the HelpJobs that other members of the team posted
 //     (team_parallel_for: the combine, pack, unpack and copy steps of large
 //     reductions started by a member, collectives/coll.cc), and
-//   - runs progress passes of the engine (Engine::try_progress), so pending
-//     point-to-point of the process advances on its core;
-// then backs off (progress::Backoff) and sleeps on the team's condition variable,
-// from which posting a job wakes it.  The poster works on its own job too and returns
+//   - runs progress passes of the engine (Engine::try_progress, if no other thread
+//     holds the baton), so pending point-to-point of the process advances on its core;
+// between jobs it backs off (progress::Backoff: spin, yield, then timed sleeps on the
+// team's condition variable, from which posting a job wakes it at once; a pass is run
+// after every pause, so progress continues at the back-off's pace while it sleeps).  The poster works on its own job too and returns
 // when every chunk is done; with no helper waiting, team_parallel_for declines and the
 // caller takes its ordinary (non-team) path.
 //
