@@ -348,7 +348,9 @@ TEST(TeamHelp, MembersWaitingInLeaveOrSyncRunChunksOfPostedJobs) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(ran[i].load(), 1) << "element " << i;  // once
     EXPECT_GT(by_other.load(), 0);
     EXPECT_GT(t->helped_chunks(), before);
-    if (use_sync) EXPECT_EQ(EP_Team_sync(team), EP_SUCCESS);
+    if (use_sync) {
+      EXPECT_EQ(EP_Team_sync(team), EP_SUCCESS);
+    }
     EXPECT_EQ(EP_Team_leave(team), EP_SUCCESS);
     helper.join();
     EXPECT_EQ(EP_Team_free(&team), EP_SUCCESS);
