@@ -1,6 +1,7 @@
 // team_bench.cc - a 4 MiB allreduce helped by a helper team, against the same without one.
 //
-// Every process has one endpoint (thread A) and one more thread (B).  Per repetition,
+// Every process has --ep endpoints (default 1; endpoint 0 on thread A, the others on
+// their own threads) and one more thread (B).  Per repetition,
 // `iters` operations of EP_Allreduce (count MiB of float, MPI_SUM) by A in three modes,
 // interleaved so that machine noise hits all of them alike:
 //   mpi      plain MPI_Allreduce on MPI_COMM_WORLD (B idle);
@@ -11,7 +12,9 @@
 // Printed: the median over --reps repetitions of the mean time per operation, its
 // bandwidth (bytes/time), and the ratio alone/team.  Rank 0 prints.
 //
-//   mpiexec -n 1 team_bench [--mib 4] [--iters 40] [--reps 9]
+// With --ep 2 the fragment also combines two inputs (oneTBB's parallel_for without a
+// team, the team's chunks with one).
+//   mpiexec -n 1 team_bench [--mib 4] [--iters 40] [--reps 9] [--ep 1]
 //   mpiexec -n 2 team_bench ...
 #include <ep/ep.h>
 #include <mpi.h>
@@ -22,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,18 +75,20 @@ struct Channel {
 int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int mib = 4, iters = 40, reps = 9;
+  int mib = 4, iters = 40, reps = 9, num_ep = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--mib")) mib = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--ep")) num_ep = std::max(1, std::atoi(argv[i + 1]));
   }
   CHECK(EP_Init());
   int wrank = 0, wsize = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  EP_Comm comm;
-  CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
+  std::vector<EP_Comm> comms(static_cast<size_t>(num_ep));
+  CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, num_ep, MPI_INFO_NULL, comms.data()));
+  EP_Comm comm = comms[0];
   EP_Team team;
   CHECK(EP_Team_create(2, MPI_INFO_NULL, &team));
 
@@ -110,6 +116,39 @@ int main(int argc, char** argv) {
     }
   });
 
+  // Endpoints 1..num_ep-1: each runs `n` allreduces when told (their own buffers).
+  struct Other {
+    Channel ch;
+    std::thread t;
+  };
+  std::vector<std::unique_ptr<Other>> others;
+  for (int e = 1; e < num_ep; ++e) {
+    others.push_back(std::make_unique<Other>());
+    Other* o = others.back().get();
+    EP_Comm c = comms[static_cast<size_t>(e)];
+    o->t = std::thread([o, c, count, &in] {
+      std::vector<float> mine(in), res(static_cast<size_t>(count));
+      int seen = 0;
+      for (;;) {
+        int cmd, n;
+        {
+          std::unique_lock<std::mutex> lock(o->ch.mu);
+          o->ch.cv.wait(lock, [&] { return o->ch.seq != seen; });
+          seen = o->ch.seq;
+          cmd = o->ch.cmd;
+          n = o->ch.count;
+        }
+        if (cmd == 2) return;
+        for (int k = 0; k < n; ++k) {
+          CHECK(EP_Allreduce(mine.data(), res.data(), count, MPI_FLOAT, MPI_SUM, c));
+        }
+      }
+    });
+  }
+  auto start_others = [&](int n) {
+    for (auto& o : others) o->ch.send(1, n);
+  };
+
   auto run_mpi = [&] {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now_s();
@@ -120,6 +159,7 @@ int main(int argc, char** argv) {
   };
   auto run_alone = [&] {
     MPI_Barrier(MPI_COMM_WORLD);
+    start_others(iters);
     double t0 = now_s();
     for (int k = 0; k < iters; ++k) {
       CHECK(EP_Allreduce(in.data(), out.data(), count, MPI_FLOAT, MPI_SUM, comm));
@@ -128,6 +168,7 @@ int main(int argc, char** argv) {
   };
   auto run_team = [&] {
     MPI_Barrier(MPI_COMM_WORLD);
+    start_others(iters);
     ch.send(1, iters);
     double t0 = now_s();
     for (int k = 0; k < iters; ++k) {
@@ -156,7 +197,7 @@ int main(int argc, char** argv) {
   // Check the result once.
   for (int i = 0; i < count; i += 1009) {
     float want = 0;
-    for (int p = 0; p < wsize; ++p) want += static_cast<float>((i % 97) + p);
+    for (int p = 0; p < wsize; ++p) want += num_ep * static_cast<float>((i % 97) + p);
     if (out[i] != want) {
       std::fprintf(stderr, "team_bench: wrong result at %d: %g != %g\n", i, out[i], want);
       MPI_Abort(MPI_COMM_WORLD, 2);
@@ -164,12 +205,16 @@ int main(int argc, char** argv) {
   }
   ch.send(2, 0);
   b.join();
+  for (auto& o : others) {
+    o->ch.send(2, 0);
+    o->t.join();
+  }
 
   if (wrank == 0) {
     const double bytes = static_cast<double>(count) * sizeof(float);
     const double m = median(t_mpi), a = median(t_alone), t = median(t_team);
-    std::printf("team_bench: %d process(es), 1 endpoint each, %d MiB float SUM allreduce, "
-                "%d ops x %d reps (median)\n", wsize, mib, iters, reps);
+    std::printf("team_bench: %d process(es), %d endpoint(s) each, %d MiB float SUM allreduce, "
+                "%d ops x %d reps (median)\n", wsize, num_ep, mib, iters, reps);
     std::printf("%-34s %10s %10s\n", "mode", "us/op", "GB/s");
     std::printf("%-34s %10.1f %10.2f\n", "MPI_Allreduce (plain MPI)", m * 1e6, bytes / m / 1e9);
     std::printf("%-34s %10.1f %10.2f\n", "EP_Allreduce, no team", a * 1e6, bytes / a / 1e9);
@@ -178,7 +223,7 @@ int main(int argc, char** argv) {
     std::printf("speedup team vs no team: %.2fx\n", a / t);
   }
   CHECK(EP_Team_free(&team));
-  CHECK(EP_Comm_free(&comm));
+  for (EP_Comm& c : comms) CHECK(EP_Comm_free(&c));
   CHECK(EP_Finalize());
   MPI_Finalize();
   return 0;
