@@ -68,13 +68,15 @@ void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
 
 // Large scratch blocks are kept for the next reduction: a fresh multi-MiB block costs a
 // page fault per 4 KiB on first touch (more than the copies themselves), and the
-// allocator returns freed ones to the system.  At most kPoolBlocks blocks, each used by
-// one TypedBuffer at a time.  Thread-safe (mu).
+// allocator returns freed ones to the system.  At most kPoolBlocks blocks and
+// kPoolBytes bytes are kept, each block used by one TypedBuffer at a time.  Thread-safe
+// (mu_).
 class ScratchPool {
  public:
   static constexpr size_t kMinBytes = static_cast<size_t>(kParallelBytes);
   static constexpr size_t kPoolBlocks = 4;
-  static constexpr size_t kMaxBytes = size_t{64} << 20;  // larger blocks are not kept
+  static constexpr size_t kMaxBytes = size_t{32} << 20;   // larger blocks are not kept
+  static constexpr size_t kPoolBytes = size_t{64} << 20;  // kept in all
 
   std::unique_ptr<char[]> take(size_t bytes, size_t* cap) {
     if (bytes >= kMinBytes && bytes <= kMaxBytes) {
@@ -90,6 +92,7 @@ class ScratchPool {
         std::unique_ptr<char[]> m = std::move(blocks_[best].mem);
         *cap = blocks_[best].cap;
         blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        bytes_ -= *cap;
         return m;
       }
     }
@@ -99,13 +102,16 @@ class ScratchPool {
   void give(std::unique_ptr<char[]> mem, size_t cap) {
     if (cap < kMinBytes || cap > kMaxBytes) return;
     std::lock_guard<std::mutex> lock(mu_);
-    if (blocks_.size() == kPoolBlocks) {  // drop the smallest
+    // Make room by dropping smaller blocks; keep the new one only if that suffices.
+    while (!blocks_.empty() && (blocks_.size() == kPoolBlocks || bytes_ + cap > kPoolBytes)) {
       auto it = std::min_element(blocks_.begin(), blocks_.end(),
                                  [](const Block& a, const Block& b) { return a.cap < b.cap; });
       if (it->cap >= cap) return;
+      bytes_ -= it->cap;
       blocks_.erase(it);
     }
     blocks_.push_back(Block{std::move(mem), cap});
+    bytes_ += cap;
   }
 
  private:
@@ -115,6 +121,7 @@ class ScratchPool {
   };
   std::mutex mu_;
   std::vector<Block> blocks_;  // guarded by mu_
+  size_t bytes_ = 0;           // sum of blocks_' caps, guarded by mu_
 };
 
 ScratchPool& scratch_pool() {
