@@ -1,6 +1,6 @@
 #include "runtime/team.h"
 
-#include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -198,13 +198,15 @@ void Team::run_job(HelpJob& job) {
   // The last chunks may still run on helpers: at most one chunk each.
   // acquire: pairs with the release increments in work_on() and the release
   // decrement of users in help_until_closed().
-  uint32_t spins = 0;
+  // A helper preempted in its chunk (more threads than cores) needs our core: the
+  // back-off spins, yields, then sleeps.
+  progress::Backoff backoff(progress::Policy::kAdaptive);
   while (job.done.load(std::memory_order_acquire) != job.chunks ||
          job.users.load(std::memory_order_acquire) != 0) {
-    if (++spins % 64 == 0) {
-      sched_yield();
-    } else {
-      progress::cpu_relax();
+    const int64_t ns = backoff.pause();
+    if (ns > 0) {
+      struct timespec ts = {0, ns < 50000 ? ns : 50000};
+      nanosleep(&ts, nullptr);
     }
   }
 }
