@@ -31,11 +31,15 @@ char* elem(void* base, int64_t i, const TypeInfo& ti) {
 
 // Helper teams (runtime/team.h): a step over `count` elements of `ti` runs in chunks
 // shared with the team's waiting members when it is large enough; false: do it alone.
+// Copy steps run on one thread otherwise, so they are shared as soon as other members
+// are joined (they take the chunks left when they reach leave/sync); combining has
+// oneTBB otherwise, so it is shared only with members already waiting.
 bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
-                 const std::function<void(int64_t, int64_t)>& fn) {
+                 const std::function<void(int64_t, int64_t)>& fn,
+                 runtime::TeamShare share = runtime::TeamShare::kIfJoined) {
   if (team == nullptr || ti.size == 0 || ti.size * count < kParallelBytes) return false;
   const int64_t grain = std::max<int64_t>(1, kTeamGrainBytes / ti.size);
-  return runtime::team_parallel_for(team, count, grain, fn);
+  return runtime::team_parallel_for(team, count, grain, fn, share);
 }
 
 std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
@@ -166,7 +170,7 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
   if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
         MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
                          a.op);
-      })) {
+      }, runtime::TeamShare::kIfWaiting)) {
     return;
   }
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {

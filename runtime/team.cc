@@ -211,9 +211,18 @@ void Team::run_job(HelpJob& job) {
   }
 }
 
+int Team::other_members() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return joined_ - departed_ - (t_team == this ? 1 : 0);
+}
+
 bool team_parallel_for(Team* team, int64_t n, int64_t grain,
-                       const std::function<void(int64_t, int64_t)>& fn) {
-  if (team == nullptr || grain < 1 || n <= grain || team->helpers() == 0) return false;
+                       const std::function<void(int64_t, int64_t)>& fn, TeamShare share) {
+  if (team == nullptr || grain < 1 || n <= grain) return false;
+  if (team->helpers() == 0 &&
+      (share == TeamShare::kIfWaiting || team->other_members() <= 0)) {
+    return false;
+  }
   HelpJob job;
   job.fn = &fn;
   job.n = n;

@@ -75,6 +75,8 @@ class Team {
   int maxsize() const { return maxsize_; }
   // Members waiting in leave/sync, ready to take job chunks (a hint).
   int helpers() const { return helpers_.load(std::memory_order_relaxed); }  // relaxed: hint
+  // Members joined in the open epoch that have not departed, not counting the caller.
+  int other_members();
   // Posts `job`, works on it, returns when all its chunks are done and no helper holds it.
   void run_job(HelpJob& job);
 
@@ -116,12 +118,21 @@ class Team {
 // The team the calling thread joined, or nullptr.
 Team* current_team();
 
+// When team_parallel_for posts a job.
+enum class TeamShare {
+  kIfWaiting,  // only if a member already waits in leave/sync (else the caller's own
+               // parallel path is better)
+  kIfJoined,   // also if other members are joined: they are expected in leave/sync
+               // soon and take the chunks left (for steps the caller would do alone)
+};
+
 // Runs fn over [0, n) in chunks of `grain` elements, sharing the chunks with the
 // helpers waiting in `team`.  Returns false without running anything when there is
-// no team, no helper waiting or only one chunk: the caller then does the work its
-// own way.  Thread-safe.
+// no team, only one chunk or no helper to expect (see TeamShare): the caller then does
+// the work its own way.  Thread-safe.
 bool team_parallel_for(Team* team, int64_t n, int64_t grain,
-                       const std::function<void(int64_t, int64_t)>& fn);
+                       const std::function<void(int64_t, int64_t)>& fn,
+                       TeamShare share = TeamShare::kIfWaiting);
 
 }  // namespace ep::runtime
 
