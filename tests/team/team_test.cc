@@ -357,12 +357,52 @@ TEST(TeamHelp, MembersWaitingInLeaveOrSyncRunChunksOfPostedJobs) {
   }
 }
 
+// kIfJoined: a job posted while the other member is joined but not yet in leave; it
+// arrives in leave during the job (told to by the poster's first chunk) and takes chunks.
+// kIfWaiting declines in the same situation.
+TEST(TeamHelp, MembersThatReachLeaveDuringAJobTakeItsChunks) {
+  EP_Team team = make_team(2);
+  std::atomic<int> go_leave{0};
+  std::thread member([&] {
+    ASSERT_EQ(EP_Team_join(2, team), EP_SUCCESS);
+    while (go_leave.load() == 0) std::this_thread::yield();
+    EXPECT_EQ(EP_Team_leave(team), EP_SUCCESS);
+  });
+  ASSERT_EQ(EP_Team_join(2, team), EP_SUCCESS);
+  while (whitebox(team)->other_members() == 0) std::this_thread::yield();
+  std::function<void(int64_t, int64_t)> noop = [](int64_t, int64_t) {};
+  EXPECT_FALSE(ep::runtime::team_parallel_for(whitebox(team), 100, 10, noop,
+                                              ep::runtime::TeamShare::kIfWaiting));
+  const std::thread::id me = std::this_thread::get_id();
+  const int64_t n = 1000, grain = 10;
+  std::vector<std::atomic<int>> ran(static_cast<size_t>(n));
+  for (auto& r : ran) r.store(0);
+  std::atomic<int> by_other{0};
+  std::function<void(int64_t, int64_t)> fn = [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != me) by_other.fetch_add(1);
+    if (b == 0) {
+      go_leave.store(1);
+      for (int i = 0; i < 10000 && by_other.load() == 0; ++i) sleep_ms(1);
+    }
+    for (int64_t i = b; i < e; ++i) ran[i].fetch_add(1);
+  };
+  ASSERT_TRUE(ep::runtime::team_parallel_for(whitebox(team), n, grain, fn,
+                                             ep::runtime::TeamShare::kIfJoined));
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(ran[i].load(), 1) << "element " << i;
+  EXPECT_GT(by_other.load(), 0);
+  EXPECT_EQ(EP_Team_leave(team), EP_SUCCESS);
+  member.join();
+  EXPECT_EQ(EP_Team_free(&team), EP_SUCCESS);
+}
+
 TEST(TeamHelp, NoTeamOrNoHelperMeansTheCallerDoesTheWorkItsOwnWay) {
   std::function<void(int64_t, int64_t)> fn = [](int64_t, int64_t) {};
   EXPECT_FALSE(ep::runtime::team_parallel_for(nullptr, 100, 10, fn));
   EP_Team team = make_team(2);
   ASSERT_EQ(EP_Team_join(2, team), EP_SUCCESS);
   EXPECT_FALSE(ep::runtime::team_parallel_for(whitebox(team), 100, 10, fn));  // none waits
+  EXPECT_FALSE(ep::runtime::team_parallel_for(whitebox(team), 100, 10, fn,
+                                              ep::runtime::TeamShare::kIfJoined));  // nor joined
   EXPECT_EQ(EP_Team_break(team), EP_SUCCESS);
   std::thread t([&] {
     ASSERT_EQ(EP_Team_join(2, team), EP_SUCCESS);
