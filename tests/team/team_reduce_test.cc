@@ -3,15 +3,15 @@
 // waiting member runs chunks of the combine and copy steps (runtime/team.h).  Checked:
 // the results (int SUM, double MAX, the non-commutative matrix product, EP_IN_PLACE),
 // with one endpoint per process and with uneven endpoints per process (3, 1, 2), on 1, 2
-// and 3 processes; the helper really ran chunks (whitebox counter, 1 process, where the
-// whole operation is intra-process); and point-to-point that is pending while members
-// wait in leave completes.
+// and 3 processes (the chunks the helper ran are printed: a whitebox counter); and
+// point-to-point that is pending while members wait in leave completes.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -101,9 +101,12 @@ TEST(TeamReduce, OneEndpointPerProcessHelpedByALeavingMember) {
   ASSERT_EQ(EP_Team_create(2, MPI_INFO_NULL, &team), EP_SUCCESS);
   const uint64_t before = whitebox(team)->helped_chunks();
   run_endpoints(1, [&](EP_Comm comm, int) { reductions(comm, team, true); });
-  // One process: the whole operation is intra-process, and the helper was waiting
-  // before it started: it must have taken chunks.
-  if (ep_test::world_size() == 1) EXPECT_GT(whitebox(team)->helped_chunks(), before);
+  // How much the helper did is up to the scheduler (on a loaded machine it may not run
+  // before the starter took every chunk), so it is reported, not asserted; the
+  // deterministic check of helping is team_test's TeamHelp tests.
+  RecordProperty("helped_chunks", static_cast<int>(whitebox(team)->helped_chunks() - before));
+  std::printf("[rank %d] chunks run by the helper: %llu\n", ep_test::world_rank(),
+              static_cast<unsigned long long>(whitebox(team)->helped_chunks() - before));
   EXPECT_EQ(EP_Team_free(&team), EP_SUCCESS);
 }
 
