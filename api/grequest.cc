@@ -1,11 +1,12 @@
 // grequest.cc - the C entry points of generalized requests and the status helpers
 // (MPI chapter 12.2/12.3).  The Wait/Test family, EP_Request_free, EP_Cancel and
 // EP_Request_get_status dispatch kGrequest requests to runtime/grequest.h (api/ep.cc).
+#include "runtime/grequest.h"
+
 #include <cstring>
 
 #include "api/entry.h"
 #include "ep/ep.h"
-#include "runtime/grequest.h"
 
 namespace {
 using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers

@@ -1,13 +1,13 @@
 // team.cc - the C entry points of helper teams (MPI 12.4.4 draft); the team itself and
 // how its waiting members help is runtime/team.h.
+#include "runtime/team.h"
+
 #include <strings.h>
 
 #include <cstring>
 
 #include "api/entry.h"
 #include "ep/ep.h"
-#include "runtime/team.h"
-
 
 namespace {
 
@@ -19,12 +19,12 @@ Team* as_team(EP_Team t) {
   return (team != nullptr && team->magic == Team::kMagic) ? team : nullptr;
 }
 
-#define EP_GET_TEAM(team, handle, call)                                                  \
-  EP_CHECK_INIT(call);                                                                   \
-  Team* team = as_team(handle);                                                          \
-  if (team == nullptr) {                                                                 \
-    return fail(EP_ERR_TEAM, call, "team is %s",                                         \
-                (handle) == EP_TEAM_NULL ? "EP_TEAM_NULL" : "not a valid team handle");   \
+#define EP_GET_TEAM(team, handle, call)                                                 \
+  EP_CHECK_INIT(call);                                                                  \
+  Team* team = as_team(handle);                                                         \
+  if (team == nullptr) {                                                                \
+    return fail(EP_ERR_TEAM, call, "team is %s",                                        \
+                (handle) == EP_TEAM_NULL ? "EP_TEAM_NULL" : "not a valid team handle"); \
   }
 
 // The "balanced" info key: "true" (any case) promises that every member leaves.

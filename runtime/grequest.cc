@@ -16,9 +16,7 @@ int run_query(Request* r, EP_Status* st) {
   return r->query_fn != nullptr ? r->query_fn(r->extra_state, st) : EP_SUCCESS;
 }
 
-int run_free(Request* r) {
-  return r->free_fn != nullptr ? r->free_fn(r->extra_state) : EP_SUCCESS;
-}
+int run_free(Request* r) { return r->free_fn != nullptr ? r->free_fn(r->extra_state) : EP_SUCCESS; }
 
 }  // namespace
 
@@ -59,7 +57,7 @@ int grequest_free(Request* r) {
   const uint32_t before = r->greq_flags.fetch_or(kGreqFreed, std::memory_order_acq_rel);
   int err = EP_SUCCESS;
   if ((before & kGreqCompleted) != 0) err = run_free(r);  // completed already: we are last
-  request_unref(r);  // the user's handle
+  request_unref(r);                                       // the user's handle
   return err;
 }
 

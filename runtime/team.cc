@@ -33,8 +33,10 @@ int Team::join(int teamsize, const char* call) {
   if (size_ == 0) {
     size_ = want;  // the first member opens an epoch
   } else if (want != size_) {
-    return fail(EP_ERR_ARG, call, "teamsize %d (capped at maxsize %d) differs from the %d of "
-                "the members that joined before", teamsize, maxsize_, size_);
+    return fail(EP_ERR_ARG, call,
+                "teamsize %d (capped at maxsize %d) differs from the %d of "
+                "the members that joined before",
+                teamsize, maxsize_, size_);
   }
   if (joined_ == size_) {
     return fail(EP_ERR_TEAM, call, "the team already has its %d members", size_);
@@ -118,8 +120,8 @@ int Team::release_handle(const char* call) {
     std::lock_guard<std::mutex> lock(mu_);
     const int members = joined_ - departed_ + waiting_;
     if (members > 0) {
-      return fail(EP_ERR_TEAM, call,
-                  "%d member(s) of the team have not left or broken it yet", members);
+      return fail(EP_ERR_TEAM, call, "%d member(s) of the team have not left or broken it yet",
+                  members);
     }
     magic = 0;
   }
@@ -219,8 +221,7 @@ int Team::other_members() {
 bool team_parallel_for(Team* team, int64_t n, int64_t grain,
                        const std::function<void(int64_t, int64_t)>& fn, TeamShare share) {
   if (team == nullptr || grain < 1 || n <= grain) return false;
-  if (team->helpers() == 0 &&
-      (share == TeamShare::kIfWaiting || team->other_members() <= 0)) {
+  if (team->helpers() == 0 && (share == TeamShare::kIfWaiting || team->other_members() <= 0)) {
     return false;
   }
   HelpJob job;

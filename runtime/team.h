@@ -17,13 +17,17 @@
 //     holds the baton), so pending point-to-point of the process advances on its core;
 // between jobs it backs off (progress::Backoff: spin, yield, then timed sleeps on the
 // team's condition variable, from which posting a job wakes it at once; a pass is run
-// after every pause, so progress continues at the back-off's pace while it sleeps).  The poster works on its own job too and returns
-// when every chunk is done; with no helper waiting, team_parallel_for declines and the
-// caller takes its ordinary (non-team) path.
+// after every pause, so progress continues at the back-off's pace while it sleeps).
+// The poster works on its own job too and returns when every chunk is done.  Whether
+// team_parallel_for posts at all is TeamShare: with a member already waiting, or (for
+// steps the caller would otherwise do alone) with other members joined that will reach
+// leave/sync during the job; otherwise it declines and the caller takes its ordinary
+// path (oneTBB for combining, one thread for copies).
 //
-// Lifetime: the handle holds one reference, every member one more (join .. its
-// leave/break returns) and every running job user one; the object is deleted with the
-// last.  EP_Team_free refuses while members are joined or still inside leave/sync.
+// Lifetime: the handle holds one reference, every member one more (from its join until
+// its leave/break returns) and every collective operation started by a member one
+// (collectives/engine.h OpArgs::team); the object is deleted with the last.
+// EP_Team_free refuses while members are joined or still waiting inside leave/sync.
 //
 // Threading: every method is thread-safe; membership state is guarded by mu_.  A
 // thread belongs to at most one team (thread_local current team).
@@ -101,14 +105,14 @@ class Team {
   const int maxsize_;
   const bool balanced_;
   std::mutex mu_;
-  std::condition_variable cv_;  // epoch closed, or a job was posted
-  int size_ = 0;                // teamsize of the open epoch; 0: no epoch (empty team)
-  int joined_ = 0;              // members of the open epoch so far
-  int departed_ = 0;            // of them, those that left, broke or synced
-  int syncing_ = 0;             // of the departed, those that rejoin the next epoch
-  int waiting_ = 0;             // of the departed, those waiting in leave/sync
-  uint64_t epoch_ = 0;          // number of closed epochs
-  std::deque<HelpJob*> jobs_;   // posted jobs with unclaimed chunks, guarded by mu_
+  std::condition_variable cv_;   // epoch closed, or a job was posted
+  int size_ = 0;                 // teamsize of the open epoch; 0: no epoch (empty team)
+  int joined_ = 0;               // members of the open epoch so far
+  int departed_ = 0;             // of them, those that left, broke or synced
+  int syncing_ = 0;              // of the departed, those that rejoin the next epoch
+  int waiting_ = 0;              // of the departed, those waiting in leave/sync
+  uint64_t epoch_ = 0;           // number of closed epochs
+  std::deque<HelpJob*> jobs_;    // posted jobs with unclaimed chunks, guarded by mu_
   std::atomic<int> helpers_{0};  // threads in help_until_closed
   std::atomic<int> refs_{1};
   // relaxed: statistics only.

@@ -6,6 +6,8 @@
 // left; break is EP_ERR_TEAM on a balanced team; free while members are joined is
 // EP_ERR_TEAM; null handles, bad maxsize/teamsize, a thread in two teams.  Whitebox:
 // members waiting in leave/sync run chunks of jobs posted with team_parallel_for.
+#include "runtime/team.h"
+
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -17,7 +19,6 @@
 #include <vector>
 
 #include "ep/ep.h"
-#include "runtime/team.h"
 #include "tests/common/harness.h"
 
 namespace {
@@ -113,7 +114,7 @@ TEST(TeamErrors, AThreadBelongsToOneTeamAtATime) {
   EXPECT_EQ(EP_Team_join(1, b), EP_ERR_TEAM);
   EXPECT_EQ(EP_Team_join(1, a), EP_ERR_TEAM);
   EXPECT_EQ(EP_Team_leave(b), EP_ERR_TEAM);
-  EXPECT_EQ(EP_Team_leave(a), EP_SUCCESS);  // the only member: returns at once
+  EXPECT_EQ(EP_Team_leave(a), EP_SUCCESS);    // the only member: returns at once
   ASSERT_EQ(EP_Team_join(1, b), EP_SUCCESS);  // free again
   EXPECT_EQ(EP_Team_leave(b), EP_SUCCESS);
   EXPECT_EQ(EP_Team_free(&a), EP_SUCCESS);

@@ -27,8 +27,7 @@
 namespace {
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double thread_cpu_s() {
@@ -59,8 +58,10 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
   }
   if (EP_Init() != EP_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::printf("grequest_bench: EP_Wait woken by EP_Grequest_complete from another thread "
-              "(median of %d)\n", reps);
+  std::printf(
+      "grequest_bench: EP_Wait woken by EP_Grequest_complete from another thread "
+      "(median of %d)\n",
+      reps);
   std::printf("%-10s %18s %16s %20s\n", "delay", "wake latency us", "waiter CPU %",
               "condvar latency us");
   for (double delay_ms : {0.01, 0.1, 1.0, 10.0}) {

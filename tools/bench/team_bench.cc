@@ -43,8 +43,7 @@ namespace {
   } while (0)
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 double median(std::vector<double> v) {
@@ -213,8 +212,10 @@ int main(int argc, char** argv) {
   if (wrank == 0) {
     const double bytes = static_cast<double>(count) * sizeof(float);
     const double m = median(t_mpi), a = median(t_alone), t = median(t_team);
-    std::printf("team_bench: %d process(es), %d endpoint(s) each, %d MiB float SUM allreduce, "
-                "%d ops x %d reps (median)\n", wsize, num_ep, mib, iters, reps);
+    std::printf(
+        "team_bench: %d process(es), %d endpoint(s) each, %d MiB float SUM allreduce, "
+        "%d ops x %d reps (median)\n",
+        wsize, num_ep, mib, iters, reps);
     std::printf("%-34s %10s %10s\n", "mode", "us/op", "GB/s");
     std::printf("%-34s %10.1f %10.2f\n", "MPI_Allreduce (plain MPI)", m * 1e6, bytes / m / 1e9);
     std::printf("%-34s %10.1f %10.2f\n", "EP_Allreduce, no team", a * 1e6, bytes / a / 1e9);
