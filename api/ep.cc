@@ -19,6 +19,7 @@
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
+#include "runtime/grequest.h"
 #include "runtime/p2p.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
@@ -100,9 +101,19 @@ int recv_checks(Endpoint* ep, void* buf, int count, MPI_Datatype type, int sourc
   return err;
 }
 
-// Completes a finished request: status out, reference dropped, handle nulled.
-int finish(EP_Request* handle_ptr, EP_Status* st) {
+// Completes a finished request: status out, reference dropped, handle nulled.  A
+// generalized request runs its query_fn and free_fn here (the completing call).
+int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   Request* r = reinterpret_cast<Request*>(*handle_ptr);
+  if (r->kind == ep::runtime::RequestKind::kGrequest) {
+    EP_Status local;
+    int err = ep::runtime::grequest_finish(r, st != EP_STATUS_IGNORE ? st : &local);
+    *handle_ptr = EP_REQUEST_NULL;
+    if (err != EP_SUCCESS) {
+      fail(err, call, "a callback of a generalized request returned %d", err);
+    }
+    return err;
+  }
   copy_status(r, st);
   int err = r->status.EP_ERROR;
   ep::runtime::request_unref(r);
@@ -227,7 +238,7 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
       empty_status(&st);
     } else {
       ep::runtime::request_wait(req_of(requests[i]), policy());
-      any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+      any_error |= finish(&requests[i], &st, call) != EP_SUCCESS;
     }
     if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
   }
@@ -250,7 +261,7 @@ int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Sta
     *index = i;
     *flag = 1;
     EP_Errhandler eh = r->errhandler;
-    return handle(eh, finish(&requests[i], status));
+    return handle(eh, finish(&requests[i], status, call));
   }
   *index = EP_UNDEFINED;
   *flag = all_null ? 1 : 0;
@@ -273,7 +284,7 @@ int testsome_impl(int incount, EP_Request requests[], int* outcount, int indices
     all_null = false;
     if (!ep::runtime::request_test(req_of(requests[i]))) continue;
     EP_Status st;
-    any_error |= finish(&requests[i], &st) != EP_SUCCESS;
+    any_error |= finish(&requests[i], &st, call) != EP_SUCCESS;
     if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
     indices[n++] = i;
   }
@@ -292,7 +303,7 @@ int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
   Request* r = req_of(*request);
   ep::runtime::request_wait(r, policy());
   EP_Errhandler eh = r->errhandler;
-  int err = finish(request, status);
+  int err = finish(request, status, call);
   if (err == EP_ERR_TRUNCATE) fail(err, call, "the message was longer than the receive buffer");
   return handle(eh, err);
 }
@@ -686,7 +697,7 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
   Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
   ep::runtime::request_wait(r, policy());
   EP_Request h = reinterpret_cast<EP_Request>(r);
-  err = finish(&h, status);
+  err = finish(&h, status, "EP_Recv");
   if (err == EP_ERR_TRUNCATE) {
     fail(err, "EP_Recv", "the message is longer than the receive buffer (count %d, %lld bytes)",
          count, static_cast<long long>(ti.size * count));
@@ -833,7 +844,7 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
   *flag = ep::runtime::request_test(r);
   if (!*flag) return EP_SUCCESS;
   EP_Errhandler eh = r->errhandler;
-  return handle(eh, finish(request, status));
+  return handle(eh, finish(request, status, "EP_Test"));
 }
 
 int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]) {
@@ -884,8 +895,16 @@ int EP_Request_free(EP_Request* request) {
   if (request == nullptr || *request == EP_REQUEST_NULL) {
     return fail(EP_ERR_REQUEST, "EP_Request_free", "request is EP_REQUEST_NULL");
   }
-  ep::runtime::request_unref(req_of(*request));  // the operation keeps its own reference
+  Request* r = req_of(*request);
   *request = EP_REQUEST_NULL;
+  if (r->kind == ep::runtime::RequestKind::kGrequest) {
+    int err = ep::runtime::grequest_free(r);  // free_fn now if already complete
+    if (err != EP_SUCCESS) {
+      return fail(err, "EP_Request_free", "free_fn of the generalized request returned %d", err);
+    }
+    return EP_SUCCESS;
+  }
+  ep::runtime::request_unref(r);  // the operation keeps its own reference
   return EP_SUCCESS;
 }
 
@@ -894,7 +913,15 @@ int EP_Cancel(EP_Request* request) {
   if (request == nullptr || *request == EP_REQUEST_NULL) {
     return fail(EP_ERR_REQUEST, "EP_Cancel", "request is EP_REQUEST_NULL");
   }
-  ep::runtime::cancel_recv(req_of(*request));
+  Request* r = req_of(*request);
+  if (r->kind == ep::runtime::RequestKind::kGrequest) {
+    int err = ep::runtime::grequest_cancel(r);
+    if (err != EP_SUCCESS) {
+      return fail(err, "EP_Cancel", "cancel_fn of the generalized request returned %d", err);
+    }
+    return EP_SUCCESS;
+  }
+  ep::runtime::cancel_recv(r);
   return EP_SUCCESS;
 }
 
@@ -917,6 +944,17 @@ int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
   }
   Request* r = req_of(request);
   *flag = ep::runtime::request_done(r);
+  if (*flag && r->kind == ep::runtime::RequestKind::kGrequest) {
+    // query_fn on every call that finds it complete; the request stays alive.
+    EP_Status local;
+    EP_Status* st = status != EP_STATUS_IGNORE ? status : &local;
+    int err = ep::runtime::grequest_query(r, st);
+    if (err != EP_SUCCESS) {
+      return fail(err, "EP_Request_get_status", "query_fn of the generalized request returned %d",
+                  err);
+    }
+    return EP_SUCCESS;
+  }
   if (*flag) copy_status(r, status);
   return EP_SUCCESS;
 }

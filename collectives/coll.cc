@@ -3,13 +3,17 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "ep/ep.h"
 #include "runtime/exchange.h"
 #include "runtime/runtime.h"
+#include "runtime/team.h"
 
 namespace ep::collectives {
 namespace {
@@ -17,25 +21,116 @@ namespace {
 using runtime::BlobReader;
 using runtime::BlobWriter;
 
-std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
-  std::string out(static_cast<size_t>(ti.size * count), '\0');
-  if (!out.empty()) runtime::pack(buf, count, type, ti, out.data());
-  return out;
-}
-
-void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
-              const TypeInfo& ti) {
-  if (!data.empty()) {
-    runtime::unpack(data.data(), static_cast<int64_t>(data.size()), buf, count, type, ti);
-  }
-}
-
 // Element `i` of a buffer of `type` (MPI's extent arithmetic).
 const char* elem(const void* base, int64_t i, const TypeInfo& ti) {
   return static_cast<const char*>(base) + i * ti.extent;
 }
 char* elem(void* base, int64_t i, const TypeInfo& ti) {
   return static_cast<char*>(base) + i * ti.extent;
+}
+
+// Helper teams (runtime/team.h): a step over `count` elements of `ti` runs in chunks
+// shared with the team's waiting members when it is large enough; false: do it alone.
+// Copy steps run on one thread otherwise, so they are shared as soon as other members
+// are joined (they take the chunks left when they reach leave/sync); combining has
+// oneTBB otherwise, so it is shared only with members already waiting.
+bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
+                 const std::function<void(int64_t, int64_t)>& fn,
+                 runtime::TeamShare share = runtime::TeamShare::kIfJoined) {
+  if (team == nullptr || ti.size == 0 || ti.size * count < kParallelBytes) return false;
+  const int64_t grain = std::max<int64_t>(1, kTeamGrainBytes / ti.size);
+  return runtime::team_parallel_for(team, count, grain, fn, share);
+}
+
+std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+                   runtime::Team* team = nullptr) {
+  std::string out(static_cast<size_t>(ti.size * count), '\0');
+  if (out.empty()) return out;
+  char* o = out.data();
+  if (!team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
+        runtime::pack(elem(buf, b, ti), static_cast<int>(e - b), type, ti, o + b * ti.size);
+      })) {
+    runtime::pack(buf, count, type, ti, o);
+  }
+  return out;
+}
+
+void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
+              const TypeInfo& ti, runtime::Team* team = nullptr) {
+  if (data.empty()) return;
+  const char* in = data.data();
+  // Chunks only for a whole payload (a short one unpacks whole elements only).
+  if (static_cast<int64_t>(data.size()) == ti.size * count &&
+      team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
+        runtime::unpack(in + b * ti.size, (e - b) * ti.size, elem(buf, b, ti),
+                        static_cast<int>(e - b), type, ti);
+      })) {
+    return;
+  }
+  runtime::unpack(in, static_cast<int64_t>(data.size()), buf, count, type, ti);
+}
+
+// Large scratch blocks are kept for the next reduction: a fresh multi-MiB block costs a
+// page fault per 4 KiB on first touch (more than the copies themselves), and the
+// allocator returns freed ones to the system.  At most kPoolBlocks blocks and
+// kPoolBytes bytes are kept, each block used by one TypedBuffer at a time.  Thread-safe
+// (mu_).
+class ScratchPool {
+ public:
+  static constexpr size_t kMinBytes = static_cast<size_t>(kParallelBytes);
+  static constexpr size_t kPoolBlocks = 4;
+  static constexpr size_t kMaxBytes = size_t{32} << 20;   // larger blocks are not kept
+  static constexpr size_t kPoolBytes = size_t{64} << 20;  // kept in all
+
+  std::unique_ptr<char[]> take(size_t bytes, size_t* cap) {
+    if (bytes >= kMinBytes && bytes <= kMaxBytes) {
+      std::lock_guard<std::mutex> lock(mu_);
+      // The smallest block that fits.
+      size_t best = blocks_.size();
+      for (size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].cap >= bytes && (best == blocks_.size() || blocks_[i].cap < blocks_[best].cap)) {
+          best = i;
+        }
+      }
+      if (best != blocks_.size()) {
+        std::unique_ptr<char[]> m = std::move(blocks_[best].mem);
+        *cap = blocks_[best].cap;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+        bytes_ -= *cap;
+        return m;
+      }
+    }
+    *cap = bytes;
+    return std::unique_ptr<char[]>(new char[bytes]);  // uninitialized: written before read
+  }
+  void give(std::unique_ptr<char[]> mem, size_t cap) {
+    if (cap < kMinBytes || cap > kMaxBytes) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    // Make room by dropping smaller blocks; keep the new one only if that suffices.
+    while (!blocks_.empty() && (blocks_.size() == kPoolBlocks || bytes_ + cap > kPoolBytes)) {
+      auto it = std::min_element(blocks_.begin(), blocks_.end(),
+                                 [](const Block& a, const Block& b) { return a.cap < b.cap; });
+      if (it->cap >= cap) return;
+      bytes_ -= it->cap;
+      blocks_.erase(it);
+    }
+    blocks_.push_back(Block{std::move(mem), cap});
+    bytes_ += cap;
+  }
+
+ private:
+  struct Block {
+    std::unique_ptr<char[]> mem;
+    size_t cap;
+  };
+  std::mutex mu_;
+  std::vector<Block> blocks_;  // guarded by mu_
+  size_t bytes_ = 0;           // sum of blocks_' caps, guarded by mu_
+};
+
+ScratchPool& scratch_pool() {
+  static ScratchPool* pool = new ScratchPool;  // never destroyed: used until exit
+  return *pool;
 }
 
 // A scratch buffer of `count` elements of `type`, laid out as in user memory.
@@ -46,13 +141,17 @@ class TypedBuffer {
     MPI_Type_get_extent(type, &lb, &extent);
     MPI_Type_get_true_extent(type, &tlb, &textent);
     size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * extent) : 0;
-    mem_.resize(span + 1);
-    base_ = mem_.data() - tlb;
+    mem_ = scratch_pool().take(span + 1, &cap_);  // every use writes it before reading
+    base_ = mem_.get() - tlb;
   }
+  ~TypedBuffer() { scratch_pool().give(std::move(mem_), cap_); }
+  TypedBuffer(const TypedBuffer&) = delete;
+  TypedBuffer& operator=(const TypedBuffer&) = delete;
   void* get() { return base_; }
 
  private:
-  std::vector<char> mem_;
+  std::unique_ptr<char[]> mem_;
+  size_t cap_ = 0;
   char* base_;
 };
 
@@ -67,6 +166,13 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
 #else
   const bool parallel = true;
 #endif
+  // Helper team first: its waiting members take chunks (the TBB pool is not theirs).
+  if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
+        MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
+                         a.op);
+      }, runtime::TeamShare::kIfWaiting)) {
+    return;
+  }
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {
     MPI_Reduce_local(x, acc, count, a.type, a.op);
     return;
@@ -80,6 +186,13 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
 }
 
 void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
+  if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
+        const int n = static_cast<int>(e - b);
+        runtime::copy(elem(src, b, a.ti), n, a.type, a.ti, elem(dst, b, a.ti), n, a.type, a.ti,
+                      a.ti.size * n);
+      })) {
+    return;
+  }
   runtime::copy(src, count, a.type, a.ti, dst, count, a.type, a.ti, a.ti.size * count);
 }
 
@@ -148,7 +261,7 @@ class ReduceOp final : public CollOp {
       for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
         reduce_into(input_of(parts[i]), acc.get(), args.count, args);
       }
-      out = pack_n(acc.get(), args.count, args.type, args.ti);
+      out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
     } else {  // every rank's input
       BlobWriter w;
       for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
@@ -160,9 +273,9 @@ class ReduceOp final : public CollOp {
     TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
     if (ordered_) {
       const int n = static_cast<int>(in.size());
-      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti);
+      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti, args.team);
       for (int f = n - 2; f >= 0; --f) {
-        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti);
+        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti, args.team);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
     } else {

@@ -9,8 +9,9 @@
 // every layout is correct (grouped by process, reversed, interleaved, several
 // fragments per process after a merge).  Reductions differ:
 //   - op commutative, or layout grouped (each fragment's ranks contiguous): every
-//     fragment combines its endpoints' inputs in rank order (in parallel chunks with
-//     oneTBB above kParallelBytes), the fragments swap these partials and each
+//     fragment combines its endpoints' inputs in rank order (in parallel chunks above
+//     kParallelBytes: shared with the waiting members of the starter's helper team if
+//     it has any, runtime/team.h; else with oneTBB), the fragments swap these partials and each
 //     combines them in fragment (= rank) order: one value per fragment travels;
 //   - non-commutative op on a non-grouped layout: every rank's input travels and
 //     each fragment applies the op in rank order, x0 op (x1 op (... op x(n-1))).
@@ -43,6 +44,9 @@ enum class Kind {
 };
 
 constexpr int64_t kParallelBytes = 256 * 1024;
+// Chunk size of the steps a helper team shares (runtime/team.h): a few chunks per
+// 1 MiB, so two or three threads balance and each chunk stays in L2.
+constexpr int64_t kTeamGrainBytes = 128 * 1024;
 
 // Starts a collective on an intracommunicator; returns the endpoint's request
 // (refs: caller + operation).  `part` holds this endpoint's buffers; for the

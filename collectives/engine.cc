@@ -267,6 +267,12 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
       slot->parts.resize(c->local.size());
       slot->missing = static_cast<int>(c->local.size());
     }
+    if (slot->args.team == nullptr) {
+      if (runtime::Team* team = runtime::current_team()) {  // a team member started it
+        team->ref();
+        slot->args.team = team;
+      }
+    }
     slot->parts[static_cast<size_t>(ep->local_index)] = std::move(part);
     if (--slot->missing == 0) {
       started = std::move(slot);
@@ -275,6 +281,10 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
   }
   if (started) run(std::move(started), fs);
   return r;
+}
+
+CollOp::~CollOp() {
+  if (args.team != nullptr) args.team->unref();
 }
 
 void install() { runtime::runtime()->engine.set_pass_hook(&poll); }

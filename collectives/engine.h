@@ -53,6 +53,7 @@
 #include "runtime/datatype.h"
 #include "runtime/exchange.h"
 #include "runtime/request.h"
+#include "runtime/team.h"
 
 namespace ep::collectives {
 
@@ -83,12 +84,16 @@ struct OpArgs {
   int count = 0;  // reductions: elements per rank (reduce_scatter: of the whole vector)
   MPI_Datatype type = MPI_BYTE;
   TypeInfo ti;
+  // The helper team of a member that arrived (runtime/team.h), or nullptr: its threads
+  // waiting in EP_Team_leave/sync take chunks of the combine and copy steps.  The op
+  // holds a reference (dropped by ~CollOp).
+  runtime::Team* team = nullptr;
 };
 
 // What a collective does in phases 1 and 3 (phase 2 is the pattern).
 class CollOp {
  public:
-  virtual ~CollOp() = default;
+  virtual ~CollOp();
   // Phase 1 (starter): build this fragment's outgoing blob(s) from the parts' inputs.
   // For kScatter/kAlltoall, fill out_for (by fragment); otherwise out.
   virtual void start() = 0;

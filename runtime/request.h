@@ -47,7 +47,7 @@ struct MatchOp {
   MatchOp* next = nullptr;           // matcher's private list link
 };
 
-enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl };
+enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
 
 struct Request final : progress::Completion {
   static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2;
@@ -71,6 +71,13 @@ struct Request final : progress::Completion {
   // kBsend: the segment of the attached buffer to release on completion.
   BsendBuffer* bsend = nullptr;
   void* segment = nullptr;
+  // kGrequest (runtime/grequest.h): the user's callbacks, written before publication;
+  // greq_flags is the free/complete handshake (Grequest bits, acq_rel RMWs).
+  EP_Grequest_query_function* query_fn = nullptr;
+  EP_Grequest_free_function* free_fn = nullptr;
+  EP_Grequest_cancel_function* cancel_fn = nullptr;
+  void* extra_state = nullptr;
+  std::atomic<uint32_t> greq_flags{0};
 
   // progress::Completion: an MPI transfer of this request finished (progress thread).
   void on_complete(const MPI_Status& status, int mpi_error) override;

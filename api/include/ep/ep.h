@@ -223,6 +223,27 @@ int EP_Cancel(EP_Request *request);
 int EP_Test_cancelled(const EP_Status *status, int *flag);
 int EP_Request_get_status(EP_Request request, int *flag, EP_Status *status);
 
+/* ---- Generalized requests (MPI chapter 12.2/12.3) -----------------------------------
+ * A generalized request belongs to no endpoint: EP_Grequest_complete may be called from
+ * any thread, also while another thread waits on the request (the waiter wakes at once).
+ * query_fn runs in the Wait/Test call that completes the request (and in every
+ * EP_Request_get_status on a completed request); free_fn runs once, after query_fn, in
+ * that call - or, for a request freed with EP_Request_free, in whichever of
+ * EP_Request_free and EP_Grequest_complete comes last.  cancel_fn runs in EP_Cancel with
+ * complete = whether EP_Grequest_complete was already called.  A single-request call
+ * returns free_fn's code if it failed, else query_fn's; the all/some forms return
+ * EP_ERR_IN_STATUS and put that code in the request's status EP_ERROR. */
+typedef int EP_Grequest_query_function(void *extra_state, EP_Status *status);
+typedef int EP_Grequest_free_function(void *extra_state);
+typedef int EP_Grequest_cancel_function(void *extra_state, int complete);
+int EP_Grequest_start(EP_Grequest_query_function *query_fn, EP_Grequest_free_function *free_fn,
+                      EP_Grequest_cancel_function *cancel_fn, void *extra_state,
+                      EP_Request *request);
+int EP_Grequest_complete(EP_Request request);
+/* EP_Get_elements(status, datatype) afterwards gives count; EP_Get_count a compatible value. */
+int EP_Status_set_elements(EP_Status *status, MPI_Datatype datatype, int count);
+int EP_Status_set_cancelled(EP_Status *status, int flag);
+
 /* ---- Collectives (every endpoint of the communicator calls) ------------------------ */
 /* On an intercommunicator: Barrier spans both groups; Bcast takes EP_ROOT at the root,
  * EP_PROC_NULL at the other members of the root's group and the root's rank in the
@@ -273,6 +294,24 @@ int EP_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                int root, EP_Comm comm, EP_Request *request);
 int EP_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, EP_Comm comm, EP_Request *request);
+
+/* ---- Helper teams (MPI 12.4.4 draft) ---------------------------------------------------
+ * Threads that join a team lend themselves to the library while they wait in
+ * EP_Team_leave/EP_Team_sync: they run parts of the operations that other members of the
+ * team started (the combine and copy steps of large reductions) and drive the progress of
+ * pending point-to-point.  maxsize >= 1 caps teamsize; info key "balanced" = "true"
+ * promises that every member leaves (EP_Team_break is then EP_ERR_TEAM).  A thread
+ * belongs to at most one team at a time.  A join beyond teamsize fails at once with
+ * EP_ERR_TEAM (that thread's later leave/break are EP_ERR_TEAM too).  EP_Team_leave
+ * returns once every member left or broke; then the team may be joined again.
+ * EP_Team_sync is a barrier of the members (leave followed by join).  EP_Team_free
+ * while members are joined is EP_ERR_TEAM. */
+int EP_Team_create(int maxsize, MPI_Info info, EP_Team *team);
+int EP_Team_free(EP_Team *team);
+int EP_Team_join(int teamsize, EP_Team team);
+int EP_Team_leave(EP_Team team);
+int EP_Team_sync(EP_Team team);
+int EP_Team_break(EP_Team team);
 
 /* ---- One-sided communication ---------------------------------------------------
  * A window spans the endpoints of a communicator; the target of an operation is an
