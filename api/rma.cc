@@ -1,9 +1,10 @@
 // rma.cc - the C entry points of one-sided communication: argument checks that need
 // no window state, the window's error handler, the concurrent-entry guard.  The
 // window itself is rma/window.h.
-#include "ep/ep.h"
+#include <cstring>
 
 #include "api/entry.h"
+#include "ep/ep.h"
 #include "rma/window.h"
 
 namespace {
@@ -36,13 +37,15 @@ int handle_win(Win* w, int code) { return handle(w->errhandler, code); }
   }
 
 // The local verdict on a window's creation arguments (reported through fail()).
-int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* base,
-                 const void* out, Endpoint* ep, const char* call) {
+int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* base, const void* out,
+                 Endpoint* ep, const char* call) {
   if (out == nullptr) return fail(EP_ERR_ARG, call, "win is NULL");
   if (ep->comm->inter) {
-    return fail(EP_ERR_COMM, call, "comm is an intercommunicator; windows need an intracommunicator");
+    return fail(EP_ERR_COMM, call,
+                "comm is an intercommunicator; windows need an intracommunicator");
   }
-  if (size < 0) return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
+  if (size < 0)
+    return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
   if (disp_unit <= 0) return fail(EP_ERR_ARG, call, "disp_unit %d is not positive", disp_unit);
   if (base_needed && base == nullptr && size > 0) {
     return fail(EP_ERR_BUFFER, call, "base is NULL but size is %lld", static_cast<long long>(size));
@@ -63,17 +66,28 @@ int check_data(const void* buf, int count, MPI_Datatype type, const char* call,
   return EP_SUCCESS;
 }
 
+// The info key "ep_shared_memory" = "false" turns off the node's direct paths to this
+// endpoint's window (shared segment, cross-memory attach): handler calls only.
+bool node_paths(MPI_Info info) {
+  if (info == MPI_INFO_NULL) return true;
+  char value[16] = {0};
+  int flag = 0;
+  MPI_Info_get(info, "ep_shared_memory", static_cast<int>(sizeof(value)) - 1, value, &flag);
+  return !(flag && std::strcmp(value, "false") == 0);
+}
+
 int run_op(EP_Win win, const OpArgs& a, const char* call) {
   EP_GET_WIN(w, win, call);
   int err = EP_SUCCESS;
-  const bool has_origin = a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
+  const bool has_origin =
+      a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
   if (a.op == MPI_OP_NULL) err = fail(EP_ERR_OP, call, "op is MPI_OP_NULL");
   if (err == EP_SUCCESS && has_origin) {
     err = check_data(a.obuf, a.ocount, a.otype, call, "origin_count", "origin_datatype",
                      "origin_addr");
   }
-  if (err == EP_SUCCESS && (a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc ||
-                            a.kind == OpKind::kCas)) {
+  if (err == EP_SUCCESS &&
+      (a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas)) {
     const bool get = a.kind == OpKind::kGet;
     err = check_data(a.rbuf, a.rcount, a.rtype, call, get ? "origin_count" : "result_count",
                      get ? "origin_datatype" : "result_datatype",
@@ -97,12 +111,12 @@ extern "C" {
 
 int EP_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
                   EP_Win* win) {
-  (void)info;  // no info keys are interpreted
   EP_GET_COMM(ep, comm, "EP_Win_create");
   int err = check_create(size, disp_unit, true, base, win, ep, "EP_Win_create");
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, base, size, disp_unit, false, err, &w, "EP_Win_create");
+  err = ep::rma::win_create(ep, base, size, disp_unit, false, node_paths(info), err, &w,
+                            "EP_Win_create");
   if (err != EP_SUCCESS) return handle(ep, err);
   *win = reinterpret_cast<EP_Win>(w);  // not NULL: check_create passed everywhere
   return EP_SUCCESS;
@@ -110,7 +124,6 @@ int EP_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Co
 
 int EP_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, void* baseptr,
                     EP_Win* win) {
-  (void)info;
   EP_GET_COMM(ep, comm, "EP_Win_allocate");
   int err = check_create(size, disp_unit, false, nullptr, win, ep, "EP_Win_allocate");
   if (err == EP_SUCCESS && baseptr == nullptr) {
@@ -118,7 +131,8 @@ int EP_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, v
   }
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, nullptr, size, disp_unit, true, err, &w, "EP_Win_allocate");
+  err = ep::rma::win_create(ep, nullptr, size, disp_unit, true, node_paths(info), err, &w,
+                            "EP_Win_allocate");
   if (err != EP_SUCCESS) return handle(ep, err);
   *static_cast<void**>(baseptr) = w->base;
   *win = reinterpret_cast<EP_Win>(w);
@@ -173,9 +187,9 @@ int EP_Win_get_attr(EP_Win win, int win_keyval, void* attribute_val, int* flag) 
   } else if (win_keyval == EP_WIN_DISP_UNIT) {
     *static_cast<int**>(attribute_val) = &w->disp_unit;
   } else {
-    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_get_attr",
-                              "win_keyval %d is not EP_WIN_BASE, EP_WIN_SIZE or EP_WIN_DISP_UNIT",
-                              win_keyval));
+    return handle_win(
+        w, fail(EP_ERR_ARG, "EP_Win_get_attr",
+                "win_keyval %d is not EP_WIN_BASE, EP_WIN_SIZE or EP_WIN_DISP_UNIT", win_keyval));
   }
   *flag = 1;
   return EP_SUCCESS;
@@ -193,8 +207,8 @@ int EP_Win_get_group(EP_Win win, EP_Group* group) {
 
 int EP_Win_fence(int assert_flags, EP_Win win) {
   EP_GET_WIN(w, win, "EP_Win_fence");
-  constexpr int kModes = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT |
-                         MPI_MODE_NOPRECEDE | MPI_MODE_NOSUCCEED;
+  constexpr int kModes = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT | MPI_MODE_NOPRECEDE |
+                         MPI_MODE_NOSUCCEED;
   if ((assert_flags & ~kModes) != 0) {
     return handle_win(w, fail(EP_ERR_ARG, "EP_Win_fence",
                               "assert %#x has bits that are no EP_MODE_* flag", assert_flags));
@@ -205,9 +219,9 @@ int EP_Win_fence(int assert_flags, EP_Win win) {
 int EP_Win_lock(int lock_type, int rank, int assert_flags, EP_Win win) {
   EP_GET_WIN(w, win, "EP_Win_lock");
   if (lock_type != EP_LOCK_SHARED && lock_type != EP_LOCK_EXCLUSIVE) {
-    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_lock",
-                              "lock_type %d is neither EP_LOCK_SHARED nor EP_LOCK_EXCLUSIVE",
-                              lock_type));
+    return handle_win(
+        w, fail(EP_ERR_ARG, "EP_Win_lock",
+                "lock_type %d is neither EP_LOCK_SHARED nor EP_LOCK_EXCLUSIVE", lock_type));
   }
   if ((assert_flags & ~MPI_MODE_NOCHECK) != 0) {
     return handle_win(w, fail(EP_ERR_ARG, "EP_Win_lock",
@@ -246,9 +260,8 @@ int EP_Win_flush_all(EP_Win win) {
   return handle_win(w, ep::rma::win_flush(w, ep::rma::kAllTargets, "EP_Win_flush_all"));
 }
 
-int EP_Put(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
-           int target_rank, MPI_Aint target_disp, int target_count,
-           MPI_Datatype target_datatype, EP_Win win) {
+int EP_Put(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+           MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win) {
   OpArgs a;
   a.kind = OpKind::kPut;
   a.obuf = origin_addr;
@@ -330,8 +343,7 @@ int EP_Fetch_and_op(const void* origin_addr, void* result_addr, MPI_Datatype dat
 }
 
 int EP_Compare_and_swap(const void* origin_addr, const void* compare_addr, void* result_addr,
-                        MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
-                        EP_Win win) {
+                        MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, EP_Win win) {
   OpArgs a;
   a.kind = OpKind::kCas;
   a.obuf = origin_addr;

@@ -103,8 +103,9 @@ class Flattener {
         break;
       default:
         failed_ = true;
-        why_ = "is a subarray, darray or Fortran datatype, which one-sided operations of "
-               "libep do not support";
+        why_ =
+            "is a subarray, darray or Fortran datatype, which one-sided operations of "
+            "libep do not support";
         break;
     }
     for (MPI_Datatype& c : types) {
@@ -145,11 +146,12 @@ bool one_of(MPI_Datatype t, std::initializer_list<MPI_Datatype> list) {
 }
 
 bool is_integer(MPI_Datatype t) {
-  return one_of(t, {MPI_INT, MPI_LONG, MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_UNSIGNED,
-                    MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG,
-                    MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_INT8_T, MPI_INT16_T, MPI_INT32_T,
-                    MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T,
-                    MPI_AINT, MPI_OFFSET, MPI_COUNT});
+  return one_of(t, {MPI_INT,         MPI_LONG,          MPI_SHORT,         MPI_UNSIGNED_SHORT,
+                    MPI_UNSIGNED,    MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG,
+                    MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_INT8_T,        MPI_INT16_T,
+                    MPI_INT32_T,     MPI_INT64_T,       MPI_UINT8_T,       MPI_UINT16_T,
+                    MPI_UINT32_T,    MPI_UINT64_T,      MPI_AINT,          MPI_OFFSET,
+                    MPI_COUNT});
 }
 bool is_floating(MPI_Datatype t) { return one_of(t, {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE}); }
 bool is_logical(MPI_Datatype t) { return one_of(t, {MPI_C_BOOL, MPI_CXX_BOOL}); }
@@ -224,9 +226,8 @@ void pieces(const Layout& l, int64_t a, int64_t b, std::vector<Block>* out) {
 
 bool is_predefined_op(MPI_Op op) {
   return op == MPI_MAX || op == MPI_MIN || op == MPI_SUM || op == MPI_PROD || op == MPI_LAND ||
-         op == MPI_BAND || op == MPI_LOR || op == MPI_BOR || op == MPI_LXOR ||
-         op == MPI_BXOR || op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE ||
-         op == MPI_NO_OP;
+         op == MPI_BAND || op == MPI_LOR || op == MPI_BOR || op == MPI_LXOR || op == MPI_BXOR ||
+         op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
 }
 
 bool op_allows(MPI_Op op, MPI_Datatype t) {
@@ -243,12 +244,12 @@ bool cas_allows(MPI_Datatype t) { return is_integer(t) || is_logical(t) || t == 
 
 void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op op) {
   if (op == MPI_NO_OP || n <= 0) return;
-  int size = 0;
-  MPI_Type_size(basic, &size);
   MPI_Aint lb = 0, extent = 0;
   MPI_Type_get_extent(basic, &lb, &extent);
-  if (op == MPI_REPLACE) {
-    std::memcpy(target, in, static_cast<size_t>(n * extent));
+  if (op == MPI_REPLACE) {  // the last element ends at its true extent, not its extent
+    MPI_Aint tlb = 0, textent = 0;
+    MPI_Type_get_true_extent(basic, &tlb, &textent);
+    std::memcpy(target, in, static_cast<size_t>((n - 1) * extent + textent));
     return;
   }
   constexpr int64_t kStep = INT_MAX / 2;
@@ -256,6 +257,18 @@ void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op 
     int k = static_cast<int>(std::min(kStep, n - done));
     MPI_Reduce_local(in + done * extent, target + done * extent, k, basic, op);
   }
+}
+
+void reduce_stream(const char* in, char* inout, int64_t bytes, int64_t elem, MPI_Datatype basic,
+                   MPI_Op op) {
+  MPI_Aint lb = 0, extent = 0;
+  MPI_Type_get_extent(basic, &lb, &extent);
+  if (extent == elem) {
+    reduce(in, inout, bytes / elem, basic, op);
+    return;
+  }
+  // A pair type with a hole (e.g. MPI_LONG_DOUBLE_INT): one element at a time.
+  for (int64_t at = 0; at + elem <= bytes; at += elem) reduce(in + at, inout + at, 1, basic, op);
 }
 
 }  // namespace ep::rma

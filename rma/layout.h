@@ -38,10 +38,10 @@ struct Block {
 
 struct Layout {
   std::vector<Block> blocks;
-  int64_t bytes = 0;           // stream length
-  int64_t lo = 0, hi = 0;      // lowest and one-past-highest byte touched (0, 0 if none)
+  int64_t bytes = 0;       // stream length
+  int64_t lo = 0, hi = 0;  // lowest and one-past-highest byte touched (0, 0 if none)
   MPI_Datatype basic = MPI_DATATYPE_NULL;  // the single predefined element type
-  int64_t elem = 1;            // its stream size (true extent)
+  int64_t elem = 1;                        // its stream size (true extent)
 };
 
 // Returns false (with *why) for a constructor libep cannot flatten.
@@ -65,6 +65,9 @@ bool cas_allows(MPI_Datatype type);
 // target = target (op) in, for `n` elements of `basic`; MPI_REPLACE copies and
 // MPI_NO_OP leaves the target alone.
 void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op op);
+// The same on two streams of `bytes` bytes (elements `elem` stream bytes apart).
+void reduce_stream(const char* in, char* inout, int64_t bytes, int64_t elem, MPI_Datatype basic,
+                   MPI_Op op);
 
 }  // namespace ep::rma
 

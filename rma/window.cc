@@ -1,8 +1,9 @@
 #include "rma/window.h"
 
-#include <sys/mman.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,18 +38,18 @@ enum Op : uint8_t { kPut = 1, kAcc, kGet, kGetAcc, kCas, kLock, kUnlock, kAck, k
 static_assert(sizeof(MPI_Datatype) == sizeof(int32_t) && sizeof(MPI_Op) == sizeof(int32_t),
               "predefined MPI handles are sent as 32-bit integers");
 struct alignas(16) RmaHeader {
-  WireHeader wire;          // kind kRma; ctx: the destination window id
+  WireHeader wire;  // kind kRma; ctx: the destination window id
   uint8_t op = 0;
-  uint8_t exclusive = 0;    // kLock/kUnlock
-  int32_t origin_target = 0;  // the target's rank as the origin numbers it (echoed)
-  uint32_t reply_id = 0;    // the origin's window id (replies go there)
+  uint8_t exclusive = 0;                   // kLock/kUnlock
+  int32_t origin_target = 0;               // the target's rank as the origin numbers it (echoed)
+  uint32_t reply_id = 0;                   // the origin's window id (replies go there)
   MPI_Datatype basic = MPI_DATATYPE_NULL;  // accumulate family: element type
   MPI_Op mpi_op = MPI_OP_NULL;
-  int32_t elem = 1;         // stream bytes per element
-  uint32_t nblocks = 0;     // WireBlocks following the header
-  int64_t pos = 0;          // stream position of this chunk (echoed)
-  int64_t bytes = 0;        // payload bytes following the blocks
-  uint64_t cookie = 0;      // the origin's Pending* (echoed)
+  int32_t elem = 1;      // stream bytes per element
+  uint32_t nblocks = 0;  // WireBlocks following the header
+  int64_t pos = 0;       // stream position of this chunk (echoed)
+  int64_t bytes = 0;     // payload bytes following the blocks
+  uint64_t cookie = 0;   // the origin's Pending* (echoed)
 };
 struct WireBlock {
   int64_t off;  // from the window base
@@ -139,8 +140,8 @@ uint64_t node_key() {
 
 // ---- packets ---------------------------------------------------------------------
 
-char* new_packet(uint32_t dest_id, uint8_t op, uint32_t nblocks, int64_t payload,
-                 RmaHeader** h, size_t* len) {
+char* new_packet(uint32_t dest_id, uint8_t op, uint32_t nblocks, int64_t payload, RmaHeader** h,
+                 size_t* len) {
   *len = sizeof(RmaHeader) + nblocks * sizeof(WireBlock) + static_cast<size_t>(payload);
   char* p = static_cast<char*>(std::malloc(*len));
   *h = new (p) RmaHeader;
@@ -279,8 +280,8 @@ void lock_local(Win* t, bool exclusive) {
 // ---- applying operations to window memory -----------------------------------------
 
 // Applies `stream` (the chunk's payload) to the blocks, consuming it in order.
-void apply_blocks(char* base, const WireBlock* blocks, uint32_t n, const char* stream,
-                  uint8_t op, MPI_Datatype basic, MPI_Op mpi_op, int64_t elem) {
+void apply_blocks(char* base, const WireBlock* blocks, uint32_t n, const char* stream, uint8_t op,
+                  MPI_Datatype basic, MPI_Op mpi_op, int64_t elem) {
   for (uint32_t i = 0; i < n; ++i) {
     char* dst = base + blocks[i].off;
     if (op == kPut) {
@@ -301,8 +302,7 @@ void read_blocks(const char* base, const WireBlock* blocks, uint32_t n, char* ou
 
 // ---- the packet handler (runs on the progress-baton holder) ------------------------
 
-void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks,
-           const char* payload) {
+void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, const char* payload) {
   switch (h.op) {
     case kPut:
     case kAcc: {
@@ -409,8 +409,7 @@ int check_layout(int count, MPI_Datatype type, Layout* l, const char* call, cons
   return EP_SUCCESS;
 }
 
-int check_basic(const Layout& l, const Layout& tl, MPI_Op op, const char* call,
-                const char* arg) {
+int check_basic(const Layout& l, const Layout& tl, MPI_Op op, const char* call, const char* arg) {
   if (l.bytes == 0) return EP_SUCCESS;
   if (l.basic == MPI_DATATYPE_NULL || l.basic != tl.basic) {
     return fail(EP_ERR_TYPE, call,
@@ -428,8 +427,8 @@ int check_basic(const Layout& l, const Layout& tl, MPI_Op op, const char* call,
 int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const char* call) {
   const int n = static_cast<int>(w->targets.size());
   if (a.target < 0 || a.target >= n) {
-    return fail(EP_ERR_RANK, call, "target_rank %d is not a rank of the window (size %d)",
-                a.target, n);
+    return fail(EP_ERR_RANK, call, "target_rank %d is not a rank of the window (size %d)", a.target,
+                n);
   }
   if (!in_epoch(w, a.target)) {
     return fail(EP_ERR_RMA_SYNC, call,
@@ -439,13 +438,13 @@ int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const 
   }
   int err = check_layout(a.tcount, a.ttype, tl, call, "target_datatype");
   if (err != EP_SUCCESS) return err;
-  const bool accumulate = a.kind == OpKind::kAcc || a.kind == OpKind::kGetAcc ||
-                          a.kind == OpKind::kCas;
+  const bool accumulate =
+      a.kind == OpKind::kAcc || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas;
   const bool has_origin = a.kind == OpKind::kPut || a.kind == OpKind::kAcc ||
                           a.kind == OpKind::kCas ||
                           (a.kind == OpKind::kGetAcc && a.op != MPI_NO_OP);
-  const bool has_result = a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc ||
-                          a.kind == OpKind::kCas;
+  const bool has_result =
+      a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas;
   if (accumulate && !is_predefined_op(a.op)) {
     return fail(EP_ERR_OP, call,
                 "op must be a predefined MPI_Op or MPI_REPLACE/MPI_NO_OP (MPI forbids "
@@ -473,8 +472,8 @@ int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const 
       return fail(EP_ERR_COUNT, call,
                   "the %s buffer holds %lld bytes but the target buffer %lld (type signatures "
                   "must match)",
-                  a.kind == OpKind::kGet ? "origin" : "result",
-                  static_cast<long long>(rl->bytes), static_cast<long long>(tl->bytes));
+                  a.kind == OpKind::kGet ? "origin" : "result", static_cast<long long>(rl->bytes),
+                  static_cast<long long>(tl->bytes));
     }
     if (accumulate) {
       err = check_basic(*rl, *tl, MPI_NO_OP, call, "result_datatype");
@@ -543,7 +542,8 @@ void run_direct(char* base, std::atomic<uint32_t>* acc_lock, const OpArgs& a, co
   }
   std::vector<Block> ps;
   pieces(tl, 0, tl.bytes, &ps);
-  for (const Block& p : ps) reduce(in.data() + p.pos, base + p.off, p.len / tl.elem, tl.basic, a.op);
+  for (const Block& p : ps)
+    reduce(in.data() + p.pos, base + p.off, p.len / tl.elem, tl.basic, a.op);
 }
 
 // Cuts [0, tl.bytes) into chunks: at most `limit` payload bytes (whole elements) and
@@ -555,11 +555,82 @@ std::vector<std::pair<int64_t, int64_t>> chunks_of(const Layout& tl, int64_t lim
     int64_t b = std::min(tl.bytes, a + limit);
     ps.clear();
     pieces(tl, a, b, &ps);
-    if (ps.size() > kMaxBlocksPerChunk) b = ps[kMaxBlocksPerChunk - 1].pos + ps[kMaxBlocksPerChunk - 1].len;
+    if (ps.size() > kMaxBlocksPerChunk)
+      b = ps[kMaxBlocksPerChunk - 1].pos + ps[kMaxBlocksPerChunk - 1].len;
     out.emplace_back(a, b);
     a = b;
   }
   return out;
+}
+
+// Moves a whole stream between `local` (contiguous) and the target's blocks by
+// cross-memory attach; false if the kernel refused (the target then falls back to
+// handler calls for good).
+bool cma_copy(Target& t, int64_t off, const Layout& tl, char* local, bool write) {
+  constexpr size_t kIovMax = 1024;  // IOV_MAX on Linux
+  std::vector<struct iovec> riov;
+  int64_t done = 0;
+  for (size_t i = 0; i < tl.blocks.size();) {
+    riov.clear();
+    int64_t batch = 0;
+    for (; i < tl.blocks.size() && riov.size() < kIovMax; ++i) {
+      const Block& b = tl.blocks[i];
+      riov.push_back(
+          {reinterpret_cast<void*>(t.remote_base + off + b.off), static_cast<size_t>(b.len)});
+      batch += b.len;
+    }
+    struct iovec liov = {local + done, static_cast<size_t>(batch)};
+    ssize_t n = write ? process_vm_writev(t.cma_pid, &liov, 1, riov.data(), riov.size(), 0)
+                      : process_vm_readv(t.cma_pid, &liov, 1, riov.data(), riov.size(), 0);
+    if (n != static_cast<ssize_t>(batch)) {
+      t.cma_pid = 0;
+      return false;
+    }
+    done += batch;
+  }
+  return true;
+}
+
+// The operation on another process's EP_Win_create window by cross-memory attach (see
+// window.h): put and get are one copy; the accumulate family reads, combines here and
+// writes back under the target's accumulate lock (mapped from its segment).  False if
+// the kernel refused before anything changed (then handler calls do it).
+bool run_cma(Target& t, int64_t off, const OpArgs& a, const Layout& ol, const Layout& rl,
+             const Layout& tl) {
+  std::string in;  // the origin's stream
+  const bool has_origin =
+      a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
+  if (has_origin) {
+    if (a.kind == OpKind::kPut && ol.blocks.size() == 1) {
+      char* src = const_cast<char*>(static_cast<const char*>(a.obuf)) + ol.blocks[0].off;
+      return cma_copy(t, off, tl, src, true);
+    }
+    in.resize(static_cast<size_t>(ol.bytes));
+    gather(static_cast<const char*>(a.obuf), ol, 0, ol.bytes, in.data());
+    if (a.kind == OpKind::kPut) return cma_copy(t, off, tl, in.data(), true);
+  }
+  if (a.kind == OpKind::kGet) {
+    char* dst = static_cast<char*>(a.rbuf);
+    if (rl.blocks.size() == 1) return cma_copy(t, off, tl, dst + rl.blocks[0].off, false);
+    std::string got(static_cast<size_t>(tl.bytes), '\0');
+    if (!cma_copy(t, off, tl, got.data(), false)) return false;
+    scatter(dst, rl, 0, rl.bytes, got.data());
+    return true;
+  }
+  std::string old(static_cast<size_t>(tl.bytes), '\0');
+  AccGuard g(t.mapped_lock);
+  if (!cma_copy(t, off, tl, old.data(), false)) return false;
+  if (a.kind != OpKind::kAcc) scatter(static_cast<char*>(a.rbuf), rl, 0, rl.bytes, old.data());
+  if (a.kind == OpKind::kCas) {
+    if (std::memcmp(old.data(), a.cbuf, static_cast<size_t>(tl.elem)) == 0) {
+      cma_copy(t, off, tl, in.data(), true);
+    }
+    return true;
+  }
+  if (!has_origin) return true;  // MPI_NO_OP: an atomic read
+  reduce_stream(in.data(), old.data(), tl.bytes, tl.elem, tl.basic, a.op);
+  cma_copy(t, off, tl, old.data(), true);
+  return true;
 }
 
 void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Layout& ol,
@@ -620,9 +691,10 @@ void rma_init() {
 
 namespace {
 
-// EP_Win_allocate: the window memory in a shared segment (a memfd), zero-filled.
-bool allocate_segment(Win* w) {
-  w->seg_len = kSegHeader + static_cast<size_t>(w->size);
+// The window's shared segment (a memfd): the header with the accumulate lock, then -
+// for EP_Win_allocate - the window memory itself, zero-filled.
+bool allocate_segment(Win* w, bool with_memory) {
+  w->seg_len = kSegHeader + (with_memory ? static_cast<size_t>(w->size) : 0);
   w->memfd = memfd_create("ep-window", MFD_CLOEXEC);
   if (w->memfd < 0 || ftruncate(w->memfd, static_cast<off_t>(w->seg_len)) != 0) return false;
   void* p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
@@ -631,7 +703,10 @@ bool allocate_segment(Win* w) {
   auto* h = new (w->seg) SegHeader;
   h->cookie = std::random_device()() | (static_cast<uint64_t>(std::random_device()()) << 32);
   w->acc_lock = &h->lock;
-  w->base = w->seg + kSegHeader;
+  if (with_memory) {
+    w->base = w->seg + kSegHeader;
+    w->mem_in_seg = true;
+  }
   return true;
 }
 
@@ -649,45 +724,56 @@ bool map_segment(Target* t, int pid, int fd, size_t len, uint64_t cookie) {
     munmap(p, len);
     return false;
   }
-  t->mapped = static_cast<char*>(p);
-  t->mapped_len = len;
+  t->segment = static_cast<char*>(p);
+  t->segment_len = len;
   t->mapped_lock = &h->lock;
   return true;
 }
 
+// Enables cross-memory attach to `pid` if it works and reaches the announced Win.
+void probe_cma(Target* t, int pid, uint64_t cookie_at, uint64_t cookie) {
+  uint64_t seen = 0;
+  struct iovec local = {&seen, sizeof(seen)};
+  struct iovec remote = {reinterpret_cast<void*>(cookie_at), sizeof(seen)};
+  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof(seen)) &&
+      seen == cookie) {
+    t->cma_pid = pid;
+  }
+}
+
 void release_memory(Win* w) {
   for (Target& t : w->targets) {
-    if (t.mapped != nullptr) munmap(t.mapped, t.mapped_len);
-    t.mapped = nullptr;
+    if (t.segment != nullptr) munmap(t.segment, t.segment_len);
+    t.segment = t.mapped = nullptr;
   }
-  if (w->seg != nullptr) {
-    munmap(w->seg, w->seg_len);
-  } else if (w->allocated) {
-    std::free(w->base);
-  }
+  if (w->allocated && !w->mem_in_seg) std::free(w->base);
+  if (w->seg != nullptr) munmap(w->seg, w->seg_len);
   if (w->memfd >= 0) close(w->memfd);
+  w->seg = nullptr;
+  w->memfd = -1;
 }
 
 }  // namespace
 
 int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allocate,
-               int local_error, Win** out, const char* call) {
+               bool node_paths, int local_error, Win** out, const char* call) {
   auto* w = new Win;
   w->size = size;
   w->disp_unit = disp_unit;
   w->allocated = allocate;
-  if (allocate && local_error == EP_SUCCESS && !allocate_segment(w)) {
-    release_memory(w);  // no segment (e.g. out of file descriptors): private memory
-    w->seg = nullptr;
-    w->memfd = -1;
+  if (!allocate) w->base = static_cast<char*>(base);
+  if (local_error == EP_SUCCESS && !(node_paths && allocate_segment(w, allocate))) {
+    // No segment (e.g. out of file descriptors): private memory and lock; the node's
+    // other processes will use handler calls.
+    release_memory(w);
     w->acc_lock = &w->own_lock;
-    w->base = static_cast<char*>(std::calloc(1, static_cast<size_t>(size > 0 ? size : 1)));
-    if (w->base == nullptr) {
-      local_error = fail(EP_ERR_ARG, call, "cannot allocate %lld bytes",
-                         static_cast<long long>(size));
+    if (allocate) {
+      w->base = static_cast<char*>(std::calloc(1, static_cast<size_t>(size > 0 ? size : 1)));
+      if (w->base == nullptr) {
+        local_error =
+            fail(EP_ERR_ARG, call, "cannot allocate %lld bytes", static_cast<long long>(size));
+      }
     }
-  } else if (!allocate) {
-    w->base = static_cast<char*>(base);
   }
   w->id = table().add(w);
   // One exchange carries every endpoint's verdict and window: nobody hangs on a bad call.
@@ -702,6 +788,12 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   bw.put<int32_t>(w->memfd);
   bw.put<uint64_t>(w->seg_len);
   bw.put<uint64_t>(w->seg != nullptr ? reinterpret_cast<SegHeader*>(w->seg)->cookie : 0);
+  w->cookie = std::random_device()() | (static_cast<uint64_t>(std::random_device()()) << 32);
+  bw.put<uint64_t>(reinterpret_cast<uint64_t>(&w->cookie));
+  bw.put<uint64_t>(w->cookie);
+  bw.put<uint64_t>(reinterpret_cast<uint64_t>(w->base));
+  bw.put<uint8_t>(w->mem_in_seg);
+  bw.put<uint8_t>(node_paths);
   std::vector<std::string> all = runtime::allgather(ep, bw.take());
   const int n = static_cast<int>(all.size());
   const int me = runtime()->world_rank;
@@ -718,10 +810,19 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
     const uint64_t node = rd.get<uint64_t>();
     const int pid = rd.get<int32_t>(), fd = rd.get<int32_t>();
     const uint64_t len = rd.get<uint64_t>(), cookie = rd.get<uint64_t>();
+    const uint64_t win_cookie_at = rd.get<uint64_t>(), win_cookie = rd.get<uint64_t>();
+    t.remote_base = rd.get<uint64_t>();
+    const bool mem_in_seg = rd.get<uint8_t>() != 0;
+    const bool target_node_paths = rd.get<uint8_t>() != 0;
     if (t.proc == me) {
       t.local = table().find(t.id);  // registered before the exchange
-    } else if (node == kNode && fd >= 0 && bad_rank < 0) {
-      map_segment(&t, pid, fd, len, cookie);  // on failure: remote handler calls
+    } else if (node == kNode && bad_rank < 0 && target_node_paths) {
+      // What fails falls back to remote handler calls.
+      if (fd >= 0 && map_segment(&t, pid, fd, len, cookie) && mem_in_seg) {
+        t.mapped = t.segment + kSegHeader;  // EP_Win_allocate: the memory is shared
+      } else {
+        probe_cma(&t, pid, win_cookie_at, win_cookie);
+      }
     }
   }
   if (bad_rank >= 0) {
@@ -786,7 +887,8 @@ int win_lock(Win* w, int lock_type, int rank, int assert_flags, const char* call
   }
   const bool exclusive = lock_type == MPI_LOCK_EXCLUSIVE;
   const bool nocheck = (assert_flags & MPI_MODE_NOCHECK) != 0;
-  w->locked[rank] = Win::kLocked | (nocheck ? Win::kNocheck : 0) | (exclusive ? Win::kExclusive : 0);
+  w->locked[rank] =
+      Win::kLocked | (nocheck ? Win::kNocheck : 0) | (exclusive ? Win::kExclusive : 0);
   ++w->nlocked;
   if (nocheck) return EP_SUCCESS;
   const Target& t = w->targets[rank];
@@ -911,12 +1013,16 @@ int rma_op(Win* w, const OpArgs& a, const char* call) {
   Layout ol, rl, tl;
   int err = check_op(w, a, &ol, &rl, &tl, call);
   if (err != EP_SUCCESS || tl.bytes == 0) return err;
-  const Target& t = w->targets[a.target];
+  Target& t = w->targets[a.target];
   const int64_t off = static_cast<int64_t>(a.tdisp) * t.disp_unit;
+  const bool copy_only = a.kind == OpKind::kPut || a.kind == OpKind::kGet;
   if (t.local != nullptr) {
     run_direct(t.local->base + off, t.local->acc_lock, a, ol, rl, tl);
   } else if (t.mapped != nullptr) {
-    run_direct(t.mapped + kSegHeader + off, t.mapped_lock, a, ol, rl, tl);
+    run_direct(t.mapped + off, t.mapped_lock, a, ol, rl, tl);
+  } else if (t.cma_pid != 0 && (copy_only || t.mapped_lock != nullptr) &&
+             run_cma(t, off, a, ol, rl, tl)) {
+    // done: a kernel copy, complete now
   } else {
     run_remote(w, t, off, a, ol, rl, tl);
   }

@@ -23,7 +23,14 @@
 // the origin thread in the mapping, like local ones - complete when the call
 // returns, no target involvement.  If mapping fails (another node, no permission),
 // the target is served by remote handler calls as below.  EP_Win_create windows
-// expose user memory, which cannot be mapped, and always take the handler path.
+// expose user memory, which cannot be mapped, but their segment still holds the
+// accumulate lock: to another process of the node, put and get are one
+// process_vm_writev/readv by the origin thread (cross-memory attach: a kernel copy,
+// complete when the call returns), and the accumulate family reads, combines and
+// writes back the same way while holding the target's lock through the mapping.
+// Cross-memory attach is enabled per target at creation by reading the target Win's
+// random cookie through it, which proves the permission and that the process is the
+// one announced.
 //
 // Between processes: remote handler calls served by the target process's progress
 // engine (the MPICH one-sided design note), so the target endpoint need not call
@@ -104,16 +111,23 @@ class Win;
 
 // What an origin knows about each rank of the window.
 struct Target {
-  int proc = 0;           // MPI_COMM_WORLD rank
-  uint32_t id = 0;        // window id in that process
-  int64_t size = 0;       // bytes
+  int proc = 0;      // MPI_COMM_WORLD rank
+  uint32_t id = 0;   // window id in that process
+  int64_t size = 0;  // bytes
   int disp_unit = 1;
-  Win* local = nullptr;   // the Win itself if it lives in this process
-  // Another process of this node whose window is a shared segment (EP_Win_allocate):
-  // our mapping of it (window memory at mapped + kSegHeader) and its accumulate lock.
+  Win* local = nullptr;  // the Win itself if it lives in this process
+  // Another process of this node: our mapping of its Win's shared segment (header with
+  // the accumulate lock, then for EP_Win_allocate the window memory, at `mapped`).
+  char* segment = nullptr;
+  size_t segment_len = 0;
   char* mapped = nullptr;
-  size_t mapped_len = 0;
   std::atomic<uint32_t>* mapped_lock = nullptr;
+  // Another process of this node whose window memory is its own (EP_Win_create):
+  // operations copy with process_vm_writev/readv into its address space, the
+  // accumulate family under mapped_lock (cma_pid 0: not possible; the origin thread
+  // clears it if a copy fails and falls back to handler calls).
+  int cma_pid = 0;
+  uint64_t remote_base = 0;
 };
 
 struct LockWaiter {
@@ -135,25 +149,27 @@ class Win {
   int disp_unit = 1;
   bool allocated = false;  // EP_Win_allocate: base is ours to free
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
-  std::vector<Target> targets;  // by rank; written at creation, then read-only
+  std::vector<Target> targets;  // by rank; written at creation, then by this thread only
+  uint64_t cookie = 0;          // random; another process reads it to prove it can copy to us
 
   // Target side.  The accumulate lock is a spin word (see "Accumulate atomicity"):
   // in the shared segment's header for EP_Win_allocate windows, else own_lock.
   std::atomic<uint32_t> own_lock{0};
   std::atomic<uint32_t>* acc_lock = &own_lock;
-  char* seg = nullptr;  // EP_Win_allocate: the shared segment (header + memory)
+  char* seg = nullptr;  // the shared segment: header (+ memory for EP_Win_allocate)
   size_t seg_len = 0;
   int memfd = -1;
+  bool mem_in_seg = false;  // EP_Win_allocate: base points into seg
   std::mutex lock_mu;
-  int lock_shared = 0;      // guarded by lock_mu
-  bool lock_excl = false;   // guarded by lock_mu
+  int lock_shared = 0;                  // guarded by lock_mu
+  bool lock_excl = false;               // guarded by lock_mu
   std::deque<LockWaiter> lock_waiters;  // guarded by lock_mu
 
   // Origin side (the endpoint's thread, except the atomics).
-  std::vector<uint64_t> issued;                      // chunks sent, by target rank
-  std::unique_ptr<std::atomic<uint64_t>[]> acked;    // replies received, by target rank
-  std::atomic<uint64_t> grants{0};                   // kGrant replies received
-  bool fence_open = false;                           // after a fence without NOSUCCEED
+  std::vector<uint64_t> issued;                    // chunks sent, by target rank
+  std::unique_ptr<std::atomic<uint64_t>[]> acked;  // replies received, by target rank
+  std::atomic<uint64_t> grants{0};                 // kGrant replies received
+  bool fence_open = false;                         // after a fence without NOSUCCEED
   bool lock_all = false;
   bool lock_all_nocheck = false;
   std::vector<uint8_t> locked;  // by target rank: 0, or kLocked | kNocheck | kExclusive
@@ -167,9 +183,11 @@ void rma_init();
 // Collective over ep's intracommunicator.  `base` is ignored when `allocate`.
 // `local_error` is the caller's verdict on its own arguments (EP_SUCCESS or an error
 // already reported with fail()); if any endpoint's is an error, every endpoint returns
-// an error and no window is created.
+// an error and no window is created.  Without `node_paths` (info key
+// "ep_shared_memory" = "false") this endpoint's window is reached by the node's other
+// processes through handler calls only.
 int win_create(runtime::Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allocate,
-               int local_error, Win** out, const char* call);
+               bool node_paths, int local_error, Win** out, const char* call);
 // EP_Win_free: the local checks, then the collective free (deletes w and its endpoint).
 int win_free_prepare(Win* w, const char* call);
 void win_free(Win* w);
@@ -189,7 +207,7 @@ struct OpArgs {
   const void* obuf = nullptr;  // put/acc/get_acc/cas: the origin data
   int ocount = 0;
   MPI_Datatype otype = MPI_DATATYPE_NULL;
-  void* rbuf = nullptr;        // get: the origin buffer; get_acc/cas: the result buffer
+  void* rbuf = nullptr;  // get: the origin buffer; get_acc/cas: the result buffer
   int rcount = 0;
   MPI_Datatype rtype = MPI_DATATYPE_NULL;
   const void* cbuf = nullptr;  // cas: the compare value

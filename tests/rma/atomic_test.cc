@@ -748,7 +748,7 @@ TEST_P(Atomic, EveryAccumulateOpGivesTheExpectedValue) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavors, Atomic, ::testing::Values(Flavor::kCreate, Flavor::kAllocate),
+INSTANTIATE_TEST_SUITE_P(Flavors, Atomic, ::testing::Values(Flavor::kCreate, Flavor::kAllocate, Flavor::kHandler),
                          ep_rma_test::flavor_name);
 
 }  // namespace

@@ -364,7 +364,7 @@ TEST_P(Lock, IdleTargetServesPassiveOperations) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavors, Lock, ::testing::Values(Flavor::kCreate, Flavor::kAllocate),
+INSTANTIATE_TEST_SUITE_P(Flavors, Lock, ::testing::Values(Flavor::kCreate, Flavor::kAllocate, Flavor::kHandler),
                          ep_rma_test::flavor_name);
 
 }  // namespace

@@ -133,10 +133,20 @@ inline void free_win(EP_Win* win) {
 // EP_Win_create exposes user memory; EP_Win_allocate memory may be reached by the other
 // processes of the node directly (a different code path), so most tests run on both.
 
-enum class Flavor { kCreate, kAllocate };
+// kHandler: EP_Win_create with the info key ep_shared_memory=false, so that the node's
+// other processes go through the target's progress thread (the path windows on other
+// nodes take) instead of cross-memory attach.
+enum class Flavor { kCreate, kAllocate, kHandler };
 
 inline const char* flavor_name(const ::testing::TestParamInfo<Flavor>& info) {
-  return info.param == Flavor::kCreate ? "Create" : "Allocate";
+  switch (info.param) {
+    case Flavor::kCreate:
+      return "Create";
+    case Flavor::kAllocate:
+      return "Allocate";
+    default:
+      return "Handler";
+  }
 }
 
 // A window of n elements of T per endpoint (disp_unit du) and its memory.
@@ -157,6 +167,18 @@ WinOf<T> open_win(Flavor f, size_t n, int du, EP_Comm comm, Init&& init) {
     w.own.resize(n);
     w.mem = w.own.data();
     w.win = make_win(w.mem, bytes, du, comm);
+  } else if (f == Flavor::kHandler) {
+    w.own.resize(n);
+    w.mem = w.own.data();
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "ep_shared_memory", "false");
+    const int rc = EP_Win_create(w.mem, bytes, du, info, comm, &w.win);
+    MPI_Info_free(&info);
+    EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_create: " << describe(rc);
+    if (rc == EP_SUCCESS) {
+      EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
+    }
   } else {
     void* b = nullptr;
     const int rc = EP_Win_allocate(bytes, du, MPI_INFO_NULL, comm, &b, &w.win);

@@ -734,7 +734,7 @@ TEST(Win, WindowsOnTwoCommunicatorsAtOnce) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Flavors, WinFlavor, ::testing::Values(Flavor::kCreate, Flavor::kAllocate),
+INSTANTIATE_TEST_SUITE_P(Flavors, WinFlavor, ::testing::Values(Flavor::kCreate, Flavor::kAllocate, Flavor::kHandler),
                          ep_rma_test::flavor_name);
 
 }  // namespace

@@ -9,7 +9,10 @@
 //   * the 8-byte put rate: {EP_Put of one int64 to rank 2; EP_Win_flush(2)}, ops/s;
 //   * the 8-byte fetch-and-op latency: {EP_Fetch_and_op(MPI_SUM, int64); EP_Win_flush(2)},
 //     us per operation;
-// on an EP_Win_allocate window and on an EP_Win_create window.  The baselines, in the
+// on an EP_Win_allocate window, on an EP_Win_create window, and on an EP_Win_create
+// window with info ep_shared_memory=false ("handler": the target's progress thread serves
+// every operation, the path to other nodes; compared with MPI_Win_create, no target).
+// The baselines, in the
 // same run and interleaved with the libep repetitions: MPI_Put + MPI_Win_flush and
 // MPI_Fetch_and_op + MPI_Win_flush from MPI rank 0 to MPI rank 1 on an MPI_Win_allocate
 // window and on an MPI_Win_create window over MPI_COMM_WORLD (MPI_Win_lock_all); MPI
@@ -71,7 +74,7 @@ constexpr int64_t calls(int iters) { return iters + iters / 10; }
 
 // Window memory layout (int64): [0] put target, [1] fetch-and-op counter.
 struct Results {
-  std::vector<double> put[2], fop[2];  // [0] allocate, [1] create
+  std::vector<double> put[3], fop[3];  // [0] allocate, [1] create, [2] handler (libep only)
 };
 
 }  // namespace
@@ -113,30 +116,35 @@ int main(int argc, char** argv) {
       EP_Comm c = comms[i];
       int me = -1;
       CHECK(EP_Comm_rank(c, &me));
-      // [0] EP_Win_allocate, [1] EP_Win_create.
-      EP_Win win[2];
-      int64_t* mem[2];
-      std::vector<int64_t> cbuf(2, 0);
+      // [0] EP_Win_allocate, [1] EP_Win_create, [2] EP_Win_create served by handler calls.
+      constexpr int kKinds = 3;
+      EP_Win win[kKinds];
+      int64_t* mem[kKinds];
+      std::vector<int64_t> cbuf(2, 0), hbuf(2, 0);
       void* abase = nullptr;
       CHECK(EP_Win_allocate(16, 8, MPI_INFO_NULL, c, &abase, &win[0]));
       mem[0] = static_cast<int64_t*>(abase);
       mem[0][0] = mem[0][1] = 0;
       CHECK(EP_Win_create(cbuf.data(), 16, 8, MPI_INFO_NULL, c, &win[1]));
       mem[1] = cbuf.data();
+      MPI_Info handler_only;
+      MPI_Info_create(&handler_only);
+      MPI_Info_set(handler_only, "ep_shared_memory", "false");
+      CHECK(EP_Win_create(hbuf.data(), 16, 8, handler_only, c, &win[2]));
+      MPI_Info_free(&handler_only);
+      mem[2] = hbuf.data();
       CHECK(EP_Barrier(c));  // memory initialized before anyone accesses it
       const int64_t one = 1;
       int64_t v = 0, res = 0;
-      int64_t ep_last[2] = {-1, -1};  // the last value put into each libep window
+      int64_t ep_last[kKinds] = {-1, -1, -1};  // the last value put into each libep window
       if (me == kOrigin) {
-        for (int k = 0; k < 2; ++k) {
-          CHECK(EP_Win_lock_all(0, win[k]));
-          CHECK(MPI_Win_lock_all(0, mpi_win[k]));
-        }
+        for (int k = 0; k < kKinds; ++k) CHECK(EP_Win_lock_all(0, win[k]));
+        for (int k = 0; k < 2; ++k) CHECK(MPI_Win_lock_all(0, mpi_win[k]));
       }
       for (int r = 0; r < g_reps; ++r) {
         // libep: the origin measures while the other endpoints wait in the barrier.
         if (me == kOrigin) {
-          for (int k = 0; k < 2; ++k) {
+          for (int k = 0; k < kKinds; ++k) {
             ep.put[k].push_back(time_per_call(kPutIters, [&] {
               ++v;
               CHECK(EP_Put(&v, 1, MPI_INT64_T, kTarget, 0, 1, MPI_INT64_T, win[k]));
@@ -173,32 +181,30 @@ int main(int argc, char** argv) {
         CHECK(EP_Barrier(c));
       }
       if (me == kOrigin) {
-        for (int k = 0; k < 2; ++k) {
-          CHECK(EP_Win_unlock_all(win[k]));
-          CHECK(MPI_Win_unlock_all(mpi_win[k]));
-        }
+        for (int k = 0; k < kKinds; ++k) CHECK(EP_Win_unlock_all(win[k]));
+        for (int k = 0; k < 2; ++k) CHECK(MPI_Win_unlock_all(mpi_win[k]));
       }
       // The origin tells everyone what it put last; the target checks its memory.
-      CHECK(EP_Bcast(ep_last, 2, MPI_INT64_T, kOrigin, c));
+      CHECK(EP_Bcast(ep_last, kKinds, MPI_INT64_T, kOrigin, c));
       if (me == kTarget) {
         const int64_t fops = calls(kFopIters) * g_reps;
-        for (int k = 0; k < 2; ++k) {
+        static const char* kName[kKinds] = {"allocate", "create", "handler"};
+        for (int k = 0; k < kKinds; ++k) {
           if (mem[k][1] != fops) {
             std::fprintf(stderr, "rma_bench: libep %s window: counter %lld, expected %lld\n",
-                         k ? "create" : "allocate", static_cast<long long>(mem[k][1]),
+                         kName[k], static_cast<long long>(mem[k][1]),
                          static_cast<long long>(fops));
             ok = false;
           }
           if (mem[k][0] != ep_last[k]) {
             std::fprintf(stderr, "rma_bench: libep %s window: last put %lld, expected %lld\n",
-                         k ? "create" : "allocate", static_cast<long long>(mem[k][0]),
+                         kName[k], static_cast<long long>(mem[k][0]),
                          static_cast<long long>(ep_last[k]));
             ok = false;
           }
         }
       }
-      CHECK(EP_Win_free(&win[0]));
-      CHECK(EP_Win_free(&win[1]));
+      for (int k = 0; k < kKinds; ++k) CHECK(EP_Win_free(&win[k]));
     });
   }
   for (auto& t : th) t.join();
@@ -226,11 +232,12 @@ int main(int argc, char** argv) {
   int all_ok = ok ? 1 : 0, every = 0;
   MPI_Allreduce(&all_ok, &every, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank == 0) {
-    const char* kind[2] = {"alloc", "create"};
-    for (int k = 0; k < 2; ++k) {
+    const char* kind[3] = {"alloc", "create", "handler"};
+    for (int k = 0; k < 3; ++k) {
       std::printf("ep_%s_put8_rate %.0f\n", kind[k], 1.0 / median(ep.put[k]));
-      std::printf("mpi_%s_put8_rate %.0f\n", kind[k], 1.0 / median(mpi.put[k]));
       std::printf("ep_%s_fop8_us %.3f\n", kind[k], median(ep.fop[k]) * 1e6);
+      if (k == 2) continue;  // compared with MPI_Win_create
+      std::printf("mpi_%s_put8_rate %.0f\n", kind[k], 1.0 / median(mpi.put[k]));
       std::printf("mpi_%s_fop8_us %.3f\n", kind[k], median(mpi.fop[k]) * 1e6);
     }
     std::printf("checks_ok %d\n", every);

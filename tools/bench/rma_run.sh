@@ -50,3 +50,6 @@ row 1 "8 B put + flush rate, EP_Win_allocate / MPI_Win_allocate" ep_alloc_put8_r
 row 2 "8 B fetch-and-op + flush latency, EP_Win_allocate / MPI_Win_allocate" ep_alloc_fop8_us mpi_alloc_fop8_us us 2 0
 row 3 "8 B put + flush rate, EP_Win_create / MPI_Win_create" ep_create_put8_rate mpi_create_put8_rate ops/s 0.5 1
 row 4 "8 B fetch-and-op + flush latency, EP_Win_create / MPI_Win_create" ep_create_fop8_us mpi_create_fop8_us us 2 0
+# Rows 5-6: the handler path (what windows on other nodes use), for information.
+row 5 "8 B put + flush rate, EP_Win_create + ep_shared_memory=false (handler calls) / MPI_Win_create" ep_handler_put8_rate mpi_create_put8_rate ops/s 0.5 1
+row 6 "8 B fetch-and-op + flush latency, EP_Win_create + ep_shared_memory=false (handler calls) / MPI_Win_create" ep_handler_fop8_us mpi_create_fop8_us us 2 0

@@ -326,7 +326,11 @@ int EP_Team_break(EP_Team team);
  * unlock without a lock and a fence inside a passive epoch are EP_ERR_RMA_SYNC; locks of
  * different targets may be held at once (MPI-3).  An operation outside an epoch is
  * EP_ERR_RMA_SYNC, one outside the target's window EP_ERR_RMA_RANGE.  Windows start with
- * EP_ERRORS_ARE_FATAL. */
+ * EP_ERRORS_ARE_FATAL.
+ * Within a node, other processes reach EP_Win_allocate memory through shared memory and
+ * EP_Win_create memory through cross-memory attach (process_vm_readv/writev), without
+ * the target's progress thread; the info key "ep_shared_memory" set to "false" (per
+ * endpoint, at creation) makes them use the progress thread's handler calls instead. */
 int EP_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
                   EP_Win *win);
 /* baseptr is a (void **): it receives the address of the allocated memory. */
