@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/entry.h"
+#include "collectives/coll.h"
 #include "collectives/engine.h"
 #include "rma/window.h"
 #include "runtime/comm.h"
@@ -345,7 +346,9 @@ int EP_Init(void) {
 
 int EP_Finalize(void) {
   EP_CHECK_INIT("EP_Finalize");
-  return ep::runtime::runtime_finalize();
+  int err = ep::runtime::runtime_finalize();
+  ep::collectives::release_scratch();  // no collective runs any more
+  return err;
 }
 
 int EP_Initialized(int* flag) {

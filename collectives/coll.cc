@@ -117,6 +117,12 @@ class ScratchPool {
     blocks_.push_back(Block{std::move(mem), cap});
     bytes_ += cap;
   }
+  // Frees every kept block (EP_Finalize).
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    blocks_.clear();
+    bytes_ = 0;
+  }
 
  private:
   struct Block {
@@ -132,6 +138,12 @@ ScratchPool& scratch_pool() {
   static ScratchPool* pool = new ScratchPool;  // never destroyed: used until exit
   return *pool;
 }
+
+}  // namespace
+
+void release_scratch() { scratch_pool().clear(); }
+
+namespace {
 
 // A scratch buffer of `count` elements of `type`, laid out as in user memory.
 class TypedBuffer {

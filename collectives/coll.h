@@ -52,6 +52,8 @@ constexpr int64_t kTeamGrainBytes = 128 * 1024;
 // (refs: caller + operation).  `part` holds this endpoint's buffers; for the
 // non-v forms the caller fills the per-rank counts and displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
+// Frees the scratch buffers reductions keep for reuse (EP_Finalize).
+void release_scratch();
 
 // Intercommunicators (blocking).
 int inter_barrier(Endpoint* ep);
