@@ -131,6 +131,10 @@ class Engine {
   // caller first tries to run the command itself (one pass, if the baton is free);
   // the progress thread is woken only if work is left and no helper will do it.
   void submit(const Command& command, bool self_progress = false);
+  // For the baton holder only (PacketSink::on_packet and Completion callbacks run
+  // there): starts the command at once instead of queueing it for the next pass - a
+  // reply leaves while its request is being handled.
+  void submit_from_pass(const Command& command) { execute(command); }
   // Runs one progress pass if no other thread holds the baton.  Returns true if this
   // call made progress.  Thread-safe.
   bool try_progress();

@@ -158,22 +158,32 @@ char* payload_of(char* p, uint32_t nblocks) {
   return p + sizeof(RmaHeader) + nblocks * sizeof(WireBlock);
 }
 
-void send_packet(int proc, char* p, size_t len) {
+progress::Command packet_command(int proc, char* p, size_t len) {
   progress::Command c;
   c.kind = progress::Command::kSendPacket;
   c.peer = proc;
   c.buf = p;
-  c.len = len;
-  runtime()->engine.submit(c, /*self_progress=*/true);  // the engine frees p
+  c.len = len;  // the engine frees p once sent
+  return c;
 }
 
-// A reply without payload (kAck, kGrant) to an origin window.
+// From an origin thread.
+void send_packet(int proc, char* p, size_t len) {
+  runtime()->engine.submit(packet_command(proc, p, len), /*self_progress=*/true);
+}
+
+// From the packet handler, which runs on the progress-baton holder: at once.
+void send_reply(int proc, char* p, size_t len) {
+  runtime()->engine.submit_from_pass(packet_command(proc, p, len));
+}
+
+// A reply without payload (kAck, kGrant) to an origin window, from the handler.
 void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target) {
   RmaHeader* h;
   size_t len;
   char* p = new_packet(reply_id, op, 0, 0, &h, &len);
   h->origin_target = origin_target;
-  send_packet(proc, p, len);
+  send_reply(proc, p, len);
 }
 
 // ---- waiting ------------------------------------------------------------------------
@@ -233,15 +243,22 @@ bool lock_request(Win* t, const LockWaiter& req) {
   return false;
 }
 
-void notify_granted(const LockWaiter& g) {
+// `in_pass`: called by the packet handler (the baton holder), which may send at once.
+void notify_granted(const LockWaiter& g, bool in_pass) {
   if (g.proc < 0) {
     g.granted->store(1, std::memory_order_release);  // pairs: the waiter's acquire load
-  } else {
+  } else if (in_pass) {
     reply(g.proc, g.reply_id, kGrant, g.origin_target);
+  } else {
+    RmaHeader* h;
+    size_t len;
+    char* p = new_packet(g.reply_id, kGrant, 0, 0, &h, &len);
+    h->origin_target = g.origin_target;
+    send_packet(g.proc, p, len);
   }
 }
 
-void lock_release(Win* t, bool exclusive) {
+void lock_release(Win* t, bool exclusive, bool in_pass) {
   std::vector<LockWaiter> granted;
   {
     std::lock_guard<std::mutex> g(t->lock_mu);
@@ -263,7 +280,7 @@ void lock_release(Win* t, bool exclusive) {
       if (t->lock_excl) break;
     }
   }
-  for (const LockWaiter& w : granted) notify_granted(w);
+  for (const LockWaiter& w : granted) notify_granted(w, in_pass);
 }
 
 // Takes the lock of a Win of this process for the calling thread.
@@ -340,7 +357,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
           std::memcpy(w->base + blocks[0].off, payload, static_cast<size_t>(h.elem));
         }
       }
-      send_packet(src_proc, p, len);
+      send_reply(src_proc, p, len);
       return;
     }
     case kLock: {
@@ -353,7 +370,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
       return;
     }
     case kUnlock:
-      lock_release(w, h.exclusive != 0);
+      lock_release(w, h.exclusive != 0, /*in_pass=*/true);
       reply(src_proc, h.reply_id, kAck, h.origin_target);
       return;
     // Replies, at the origin.  The count increment is the last access to w.
@@ -915,7 +932,7 @@ namespace {
 void release(Win* w, int rank, bool exclusive) {
   const Target& t = w->targets[rank];
   if (t.local != nullptr) {
-    lock_release(t.local, exclusive);
+    lock_release(t.local, exclusive, /*in_pass=*/false);
     return;
   }
   RmaHeader* h;

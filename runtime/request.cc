@@ -88,7 +88,11 @@ void request_wait(Request* r, progress::Policy policy) {
       helping = true;
     }
     if (r->needs_engine && engine.try_progress()) {
-      b.reset();
+      // A pass that made progress keeps a point-to-point waiter hot.  A collective
+      // waiter's passes mostly serve other traffic (window operations, other
+      // communicators) while its operation waits for slower endpoints: it backs off
+      // to sleep as usual and leaves the passes to the progress thread.
+      if (r->kind != RequestKind::kColl) b.reset();
       continue;
     }
     int64_t ns = b.pause();
