@@ -63,7 +63,9 @@ bool op_allows(MPI_Op op, MPI_Datatype type);
 // True for the types MPI allows in MPI_Compare_and_swap (integer, logical, byte).
 bool cas_allows(MPI_Datatype type);
 // target = target (op) in, for `n` elements of `basic`; MPI_REPLACE copies and
-// MPI_NO_OP leaves the target alone.
+// MPI_NO_OP leaves the target alone.  Integer and float/double elements are combined by
+// libep's own loops (no MPI call, so no MPICH lock in the progress engine's handler, and
+// ThreadSanitizer sees the accesses); other types by MPI_Reduce_local.
 void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op op);
 // The same on two streams of `bytes` bytes (elements `elem` stream bytes apart).
 void reduce_stream(const char* in, char* inout, int64_t bytes, int64_t elem, MPI_Datatype basic,

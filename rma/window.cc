@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -733,6 +734,13 @@ bool map_segment(Target* t, int pid, int fd, size_t len, uint64_t cookie) {
   std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   int f = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (f < 0) return false;
+  // A file shorter than announced is not the segment (and mapping past its end would
+  // fault); one of the right length is checked by its cookie below.
+  struct stat st;
+  if (fstat(f, &st) != 0 || st.st_size < static_cast<off_t>(len)) {
+    close(f);
+    return false;
+  }
   void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
   close(f);
   if (p == MAP_FAILED) return false;
@@ -814,11 +822,17 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   std::vector<std::string> all = runtime::allgather(ep, bw.take());
   const int n = static_cast<int>(all.size());
   const int me = runtime()->world_rank;
+  // The verdicts first: after a failure nobody maps anything (the owners release
+  // their segments at once, and a closed descriptor's number may be reused).
   int bad_rank = -1;
+  for (int r = 0; r < n && bad_rank < 0; ++r) {
+    runtime::BlobReader rd(all[r]);
+    if (rd.get<int32_t>() != EP_SUCCESS) bad_rank = r;
+  }
   w->targets.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     runtime::BlobReader rd(all[r]);
-    if (rd.get<int32_t>() != EP_SUCCESS && bad_rank < 0) bad_rank = r;
+    rd.get<int32_t>();  // the verdict
     Target& t = w->targets[r];
     t.proc = ep->comm->addr[r].proc;
     t.id = rd.get<uint32_t>();
