@@ -2,7 +2,7 @@
 //
 // What it is: a window spans the endpoints of an intracommunicator.  Each endpoint
 // has its own `Win` (the EP_Win handle): its exposed memory (base, size,
-// disp_unit), its target-side state (the accumulate mutex and the passive-target
+// disp_unit), its target-side state (the accumulate lock and the passive-target
 // lock) and its origin-side state (epochs, per-target completion counters).  A
 // window holds a private duplicate of the communicator for its collective steps
 // (creation exchange, fence, free), so it never mixes with the user's traffic.
@@ -13,11 +13,11 @@
 // packet addressed (process, window id) - no MPI window exists.
 //
 // Within a process, an operation is done by the calling thread on the target's
-// memory (memcpy, or MPI_Reduce_local under the target's accumulate lock): no MPI.
+// memory (memcpy, or a reduction under the target's accumulate lock): no MPI.
 //
 // Within a node, EP_Win_allocate windows are shared memory: each endpoint's memory is
 // a memfd segment (a 64-byte header holding the accumulate lock and a random cookie,
-// then the memory); at creation every process of the node maps the segments of the
+// then the memory; EP_Win_create windows have the header alone); at creation every process of the node maps the segments of the
 // others (open /proc/<pid>/fd/<fd>, checked against the cookie, so a segment of the
 // wrong node or process is never used), and operations to those targets are done by
 // the origin thread in the mapping, like local ones - complete when the call
