@@ -191,56 +191,8 @@ inline std::vector<int> prefix(const std::vector<int>& v, int n) {
   return std::vector<int>(v.begin(), v.begin() + n);
 }
 
-// ---- Watchdog --------------------------------------------------------------------------------
-
-class Watchdog : public ::testing::EmptyTestEventListener {
- public:
-  static int limit_s() { return sanitized() ? 180 : 100; }
-  void OnTestStart(const ::testing::TestInfo& info) override {
-    {
-      std::lock_guard<std::mutex> lk(st_->mu);
-      st_->name = std::string(info.test_suite_name()) + "." + info.name();
-    }
-    st_->start.store(now_s());
-    static std::once_flag once;
-    State* st = st_;
-    std::call_once(once, [st] { std::thread([st] { watch(st); }).detach(); });
-  }
-  void OnTestEnd(const ::testing::TestInfo&) override { st_->start.store(0); }
-
- private:
-  // Shared with the detached thread; deliberately never freed (the thread outlives the
-  // listener, which googletest deletes at exit).
-  struct State {
-    std::mutex mu;
-    std::string name;
-    std::atomic<double> start{0};
-  };
-  static void watch(State* st) {
-    for (;;) {
-      sleep_ms(1000);
-      const double s = st->start.load();
-      if (s > 0 && now_s() - s > limit_s()) {
-        std::string name;
-        {
-          std::lock_guard<std::mutex> lk(st->mu);
-          name = st->name;
-        }
-        std::fprintf(stderr, "WATCHDOG: test %s still running after %d s (hang); aborting\n",
-                     name.c_str(), limit_s());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-      }
-    }
-  }
-  State* st_ = new State;
-};
-
-// Installs the watchdog at static-initialisation time (before main's RUN_ALL_TESTS).
-inline bool install_watchdog() {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new Watchdog);
-  return true;
-}
+// The shared watchdog (tests/common/harness.h) with this directory's limits.
+inline bool install_watchdog() { return ep_test::install_watchdog(100, 180); }
 
 }  // namespace ep_coll_test
 

@@ -10,7 +10,11 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -99,6 +103,71 @@ inline std::string last_error(int code) {
   int len = 0;
   EP_Error_string(code, buf, &len);
   return std::string(buf, static_cast<size_t>(len));
+}
+
+// ---- Watchdog ----------------------------------------------------------------------------
+//
+// Aborts the job, naming the test, when one test runs longer than `limit_s` seconds
+// (`sanitized_limit_s` under a sanitizer): a hang then fails fast with its name instead of
+// running into Bazel's timeout.  Install at static-initialisation time:
+//   [[maybe_unused]] const bool kWatchdog = ep_test::install_watchdog(90, 240);
+class Watchdog : public ::testing::EmptyTestEventListener {
+ public:
+  explicit Watchdog(int limit_s) { st_->limit_s = limit_s; }
+  void OnTestStart(const ::testing::TestInfo& info) override {
+    {
+      std::lock_guard<std::mutex> lk(st_->mu);
+      st_->name = std::string(info.test_suite_name()) + "." + info.name();
+    }
+    st_->start.store(steady_s());
+    static std::once_flag once;
+    State* st = st_;
+    std::call_once(once, [st] { std::thread([st] { watch(st); }).detach(); });
+  }
+  void OnTestEnd(const ::testing::TestInfo&) override { st_->start.store(0); }
+
+ private:
+  // Shared with the detached thread; deliberately never freed (the thread outlives the
+  // listener, which googletest deletes at exit).
+  struct State {
+    std::mutex mu;
+    std::string name;
+    std::atomic<double> start{0};
+    int limit_s = 0;
+  };
+  static double steady_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  static void watch(State* st) {
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const double s = st->start.load();
+      if (s > 0 && steady_s() - s > st->limit_s) {
+        std::string name;
+        {
+          std::lock_guard<std::mutex> lk(st->mu);
+          name = st->name;
+        }
+        std::fprintf(stderr, "WATCHDOG: test %s still running after %d s (hang); aborting\n",
+                     name.c_str(), st->limit_s);
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+      }
+    }
+  }
+  State* st_ = new State;
+};
+
+inline bool install_watchdog(int limit_s, int sanitized_limit_s) {
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
+    defined(EP_SANITIZER_UNDEFINED)
+  limit_s = sanitized_limit_s;
+#else
+  (void)sanitized_limit_s;
+#endif
+  ::testing::UnitTest::GetInstance()->listeners().Append(new Watchdog(limit_s));
+  return true;
 }
 
 }  // namespace ep_test
