@@ -76,18 +76,34 @@ bool node_paths(MPI_Info info) {
   return !(flag && std::strcmp(value, "false") == 0);
 }
 
+OpArgs op_args(OpKind kind, const void* obuf, int ocount, MPI_Datatype otype, void* rbuf,
+               int rcount, MPI_Datatype rtype, int target, MPI_Aint tdisp, int tcount,
+               MPI_Datatype ttype, MPI_Op op) {
+  OpArgs a;
+  a.kind = kind;
+  a.obuf = obuf;
+  a.ocount = ocount;
+  a.otype = otype;
+  a.rbuf = rbuf;
+  a.rcount = rcount;
+  a.rtype = rtype;
+  a.target = target;
+  a.tdisp = tdisp;
+  a.tcount = tcount;
+  a.ttype = ttype;
+  a.op = op;
+  return a;
+}
+
 int run_op(EP_Win win, const OpArgs& a, const char* call) {
   EP_GET_WIN(w, win, call);
   int err = EP_SUCCESS;
-  const bool has_origin =
-      a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
   if (a.op == MPI_OP_NULL) err = fail(EP_ERR_OP, call, "op is MPI_OP_NULL");
-  if (err == EP_SUCCESS && has_origin) {
+  if (err == EP_SUCCESS && a.has_origin()) {
     err = check_data(a.obuf, a.ocount, a.otype, call, "origin_count", "origin_datatype",
                      "origin_addr");
   }
-  if (err == EP_SUCCESS &&
-      (a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas)) {
+  if (err == EP_SUCCESS && a.has_result()) {
     const bool get = a.kind == OpKind::kGet;
     err = check_data(a.rbuf, a.rcount, a.rtype, call, get ? "origin_count" : "result_count",
                      get ? "origin_datatype" : "result_datatype",
@@ -251,113 +267,66 @@ int EP_Win_unlock_all(EP_Win win) {
 
 int EP_Win_flush(int rank, EP_Win win) {
   EP_GET_WIN(w, win, "EP_Win_flush");
-  if (rank == ep::rma::kAllTargets) rank = -1;  // never a flush_all in disguise
   return handle_win(w, ep::rma::win_flush(w, rank, "EP_Win_flush"));
 }
 
 int EP_Win_flush_all(EP_Win win) {
   EP_GET_WIN(w, win, "EP_Win_flush_all");
-  return handle_win(w, ep::rma::win_flush(w, ep::rma::kAllTargets, "EP_Win_flush_all"));
+  return handle_win(w, ep::rma::win_flush_all(w, "EP_Win_flush_all"));
 }
 
 int EP_Put(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kPut;
-  a.obuf = origin_addr;
-  a.ocount = origin_count;
-  a.otype = origin_datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = target_count;
-  a.ttype = target_datatype;
-  return run_op(win, a, "EP_Put");
+  return run_op(win,
+                op_args(OpKind::kPut, origin_addr, origin_count, origin_datatype, nullptr, 0,
+                        MPI_DATATYPE_NULL, target_rank, target_disp, target_count, target_datatype,
+                        MPI_REPLACE),
+                "EP_Put");
 }
 
 int EP_Get(void* origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kGet;
-  a.rbuf = origin_addr;
-  a.rcount = origin_count;
-  a.rtype = origin_datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = target_count;
-  a.ttype = target_datatype;
-  return run_op(win, a, "EP_Get");
+  return run_op(win,
+                op_args(OpKind::kGet, nullptr, 0, MPI_DATATYPE_NULL, origin_addr, origin_count,
+                        origin_datatype, target_rank, target_disp, target_count, target_datatype,
+                        MPI_REPLACE),
+                "EP_Get");
 }
 
 int EP_Accumulate(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
                   int target_rank, MPI_Aint target_disp, int target_count,
                   MPI_Datatype target_datatype, MPI_Op op, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kAcc;
-  a.obuf = origin_addr;
-  a.ocount = origin_count;
-  a.otype = origin_datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = target_count;
-  a.ttype = target_datatype;
-  a.op = op;
-  return run_op(win, a, "EP_Accumulate");
+  return run_op(
+      win,
+      op_args(OpKind::kAcc, origin_addr, origin_count, origin_datatype, nullptr, 0,
+              MPI_DATATYPE_NULL, target_rank, target_disp, target_count, target_datatype, op),
+      "EP_Accumulate");
 }
 
 int EP_Get_accumulate(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
                       void* result_addr, int result_count, MPI_Datatype result_datatype,
                       int target_rank, MPI_Aint target_disp, int target_count,
                       MPI_Datatype target_datatype, MPI_Op op, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kGetAcc;
-  a.obuf = origin_addr;
-  a.ocount = origin_count;
-  a.otype = origin_datatype;
-  a.rbuf = result_addr;
-  a.rcount = result_count;
-  a.rtype = result_datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = target_count;
-  a.ttype = target_datatype;
-  a.op = op;
-  return run_op(win, a, "EP_Get_accumulate");
+  return run_op(win,
+                op_args(OpKind::kGetAcc, origin_addr, origin_count, origin_datatype, result_addr,
+                        result_count, result_datatype, target_rank, target_disp, target_count,
+                        target_datatype, op),
+                "EP_Get_accumulate");
 }
 
 int EP_Fetch_and_op(const void* origin_addr, void* result_addr, MPI_Datatype datatype,
                     int target_rank, MPI_Aint target_disp, MPI_Op op, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kGetAcc;
-  a.obuf = origin_addr;
-  a.ocount = 1;
-  a.otype = datatype;
-  a.rbuf = result_addr;
-  a.rcount = 1;
-  a.rtype = datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = 1;
-  a.ttype = datatype;
-  a.op = op;
-  return run_op(win, a, "EP_Fetch_and_op");
+  return run_op(win,
+                op_args(OpKind::kGetAcc, origin_addr, 1, datatype, result_addr, 1, datatype,
+                        target_rank, target_disp, 1, datatype, op),
+                "EP_Fetch_and_op");
 }
 
 int EP_Compare_and_swap(const void* origin_addr, const void* compare_addr, void* result_addr,
                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, EP_Win win) {
-  OpArgs a;
-  a.kind = OpKind::kCas;
-  a.obuf = origin_addr;
-  a.ocount = 1;
-  a.otype = datatype;
+  OpArgs a = op_args(OpKind::kCas, origin_addr, 1, datatype, result_addr, 1, datatype, target_rank,
+                     target_disp, 1, datatype, MPI_REPLACE);
   a.cbuf = compare_addr;
-  a.rbuf = result_addr;
-  a.rcount = 1;
-  a.rtype = datatype;
-  a.target = target_rank;
-  a.tdisp = target_disp;
-  a.tcount = 1;
-  a.ttype = datatype;
-  a.op = MPI_REPLACE;
   return run_op(win, a, "EP_Compare_and_swap");
 }
 

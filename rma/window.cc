@@ -173,18 +173,19 @@ void send_packet(int proc, char* p, size_t len) {
   runtime()->engine.submit(packet_command(proc, p, len), /*self_progress=*/true);
 }
 
-// From the packet handler, which runs on the progress-baton holder: at once.
-void send_reply(int proc, char* p, size_t len) {
-  runtime()->engine.submit_from_pass(packet_command(proc, p, len));
-}
-
-// A reply without payload (kAck, kGrant) to an origin window, from the handler.
-void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target) {
+// A reply without payload (kAck, kGrant) to an origin window.  `in_pass`: sent by the
+// packet handler, which runs on the progress-baton holder and so may start it at once
+// (Engine::submit_from_pass); other threads queue it.
+void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target, bool in_pass = true) {
   RmaHeader* h;
   size_t len;
   char* p = new_packet(reply_id, op, 0, 0, &h, &len);
   h->origin_target = origin_target;
-  send_reply(proc, p, len);
+  if (in_pass) {
+    runtime()->engine.submit_from_pass(packet_command(proc, p, len));
+  } else {
+    send_packet(proc, p, len);
+  }
 }
 
 // ---- waiting ------------------------------------------------------------------------
@@ -248,14 +249,8 @@ bool lock_request(Win* t, const LockWaiter& req) {
 void notify_granted(const LockWaiter& g, bool in_pass) {
   if (g.proc < 0) {
     g.granted->store(1, std::memory_order_release);  // pairs: the waiter's acquire load
-  } else if (in_pass) {
-    reply(g.proc, g.reply_id, kGrant, g.origin_target);
   } else {
-    RmaHeader* h;
-    size_t len;
-    char* p = new_packet(g.reply_id, kGrant, 0, 0, &h, &len);
-    h->origin_target = g.origin_target;
-    send_packet(g.proc, p, len);
+    reply(g.proc, g.reply_id, kGrant, g.origin_target, in_pass);
   }
 }
 
@@ -358,7 +353,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
           std::memcpy(w->base + blocks[0].off, payload, static_cast<size_t>(h.elem));
         }
       }
-      send_reply(src_proc, p, len);
+      runtime()->engine.submit_from_pass(packet_command(src_proc, p, len));
       return;
     }
     case kLock: {
@@ -456,19 +451,13 @@ int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const 
   }
   int err = check_layout(a.tcount, a.ttype, tl, call, "target_datatype");
   if (err != EP_SUCCESS) return err;
-  const bool accumulate =
-      a.kind == OpKind::kAcc || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas;
-  const bool has_origin = a.kind == OpKind::kPut || a.kind == OpKind::kAcc ||
-                          a.kind == OpKind::kCas ||
-                          (a.kind == OpKind::kGetAcc && a.op != MPI_NO_OP);
-  const bool has_result =
-      a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas;
+  const bool accumulate = a.accumulate();
   if (accumulate && !is_predefined_op(a.op)) {
     return fail(EP_ERR_OP, call,
                 "op must be a predefined MPI_Op or MPI_REPLACE/MPI_NO_OP (MPI forbids "
                 "user-defined ops in one-sided operations)");
   }
-  if (has_origin) {
+  if (a.has_origin()) {
     err = check_layout(a.ocount, a.otype, ol, call, "origin_datatype");
     if (err != EP_SUCCESS) return err;
     if (ol->bytes != tl->bytes) {
@@ -482,7 +471,7 @@ int check_op(Win* w, const OpArgs& a, Layout* ol, Layout* rl, Layout* tl, const 
       if (err != EP_SUCCESS) return err;
     }
   }
-  if (has_result) {
+  if (a.has_result()) {
     err = check_layout(a.rcount, a.rtype, rl, call,
                        a.kind == OpKind::kGet ? "origin_datatype" : "result_datatype");
     if (err != EP_SUCCESS) return err;
@@ -541,7 +530,7 @@ void run_direct(char* base, std::atomic<uint32_t>* acc_lock, const OpArgs& a, co
       break;
   }
   std::string in;
-  if (a.kind != OpKind::kGetAcc || a.op != MPI_NO_OP) {
+  if (a.has_origin()) {
     in.resize(static_cast<size_t>(ol.bytes));
     gather(static_cast<const char*>(a.obuf), ol, 0, ol.bytes, in.data());
   }
@@ -616,8 +605,7 @@ bool cma_copy(Target& t, int64_t off, const Layout& tl, char* local, bool write)
 bool run_cma(Target& t, int64_t off, const OpArgs& a, const Layout& ol, const Layout& rl,
              const Layout& tl) {
   std::string in;  // the origin's stream
-  const bool has_origin =
-      a.kind != OpKind::kGet && !(a.kind == OpKind::kGetAcc && a.op == MPI_NO_OP);
+  const bool has_origin = a.has_origin();
   if (has_origin) {
     if (a.kind == OpKind::kPut && ol.blocks.size() == 1) {
       char* src = const_cast<char*>(static_cast<const char*>(a.obuf)) + ol.blocks[0].off;
@@ -661,15 +649,13 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
   if (limit == 0) limit = elem;
   auto chunks = chunks_of(tl, limit);
   Pending* pend = nullptr;
-  if (a.kind == OpKind::kGet || a.kind == OpKind::kGetAcc || a.kind == OpKind::kCas) {
+  if (a.has_result()) {
     pend = new Pending;
     pend->rbuf = static_cast<char*>(a.rbuf);
     pend->rl = rl;
     pend->remaining = static_cast<int>(chunks.size());
   }
-  const bool carries_origin = a.kind == OpKind::kPut || a.kind == OpKind::kAcc ||
-                              a.kind == OpKind::kCas ||
-                              (a.kind == OpKind::kGetAcc && a.op != MPI_NO_OP);
+  const bool carries_origin = a.has_origin();
   std::vector<Block> ps;
   for (const auto& [lo, hi] : chunks) {
     ps.clear();
@@ -865,7 +851,12 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
                 bad_rank);
   }
   int err = runtime::comm_dup(ep, &w->ep);
-  if (err != EP_SUCCESS) return err;  // not reached: dup of a valid intracomm succeeds
+  if (err != EP_SUCCESS) {
+    table().remove(w->id);
+    release_memory(w);
+    delete w;
+    return err;
+  }
   // The dup completed, so every endpoint has entered it, after mapping: the segment's
   // file descriptor is no longer needed (the mappings keep the memory).
   if (w->memfd >= 0) {
@@ -1017,16 +1008,17 @@ int win_unlock_all(Win* w, const char* call) {
 }
 
 int win_flush(Win* w, int rank, const char* call) {
-  if (rank != kAllTargets) {
-    bool skip = false;
-    int err = check_rank(w, rank, &skip, call);
-    if (err != EP_SUCCESS || skip) return err;
-    if (!w->lock_all && w->locked[rank] == 0) {
-      return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch to target %d is open", rank);
-    }
-    wait_acked(w, rank);
-    return EP_SUCCESS;
+  bool skip = false;
+  int err = check_rank(w, rank, &skip, call);
+  if (err != EP_SUCCESS || skip) return err;
+  if (!w->lock_all && w->locked[rank] == 0) {
+    return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch to target %d is open", rank);
   }
+  wait_acked(w, rank);
+  return EP_SUCCESS;
+}
+
+int win_flush_all(Win* w, const char* call) {
   if (!w->lock_all && w->nlocked == 0) {
     return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch is open");
   }

@@ -17,9 +17,9 @@
 //
 // Within a node, EP_Win_allocate windows are shared memory: each endpoint's memory is
 // a memfd segment (a 64-byte header holding the accumulate lock and a random cookie,
-// then the memory; EP_Win_create windows have the header alone); at creation every process of the node maps the segments of the
-// others (open /proc/<pid>/fd/<fd>, checked against the cookie, so a segment of the
-// wrong node or process is never used), and operations to those targets are done by
+// then the memory; EP_Win_create windows have the header alone); at creation every process of the
+// node maps the segments of the others (open /proc/<pid>/fd/<fd>, checked against the cookie, so a
+// segment of the wrong node or process is never used), and operations to those targets are done by
 // the origin thread in the mapping, like local ones - complete when the call
 // returns, no target involvement.  If mapping fails (another node, no permission),
 // the target is served by remote handler calls as below.  EP_Win_create windows
@@ -196,8 +196,8 @@ int win_lock(Win* w, int lock_type, int rank, int assert_flags, const char* call
 int win_unlock(Win* w, int rank, const char* call);
 int win_lock_all(Win* w, int assert_flags, const char* call);
 int win_unlock_all(Win* w, const char* call);
-int win_flush(Win* w, int rank, const char* call);  // rank kAllTargets: flush_all
-constexpr int kAllTargets = -1000;
+int win_flush(Win* w, int rank, const char* call);
+int win_flush_all(Win* w, const char* call);
 
 // The operations; arguments are checked by the caller except those that need the
 // window (rank, epoch, range, layouts, op/type compatibility).
@@ -216,6 +216,17 @@ struct OpArgs {
   int tcount = 0;
   MPI_Datatype ttype = MPI_DATATYPE_NULL;
   MPI_Op op = MPI_REPLACE;
+
+  // What the operation involves (derived from kind and op, in one place).
+  bool accumulate() const {
+    return kind == OpKind::kAcc || kind == OpKind::kGetAcc || kind == OpKind::kCas;
+  }
+  bool has_origin() const {
+    return kind != OpKind::kGet && !(kind == OpKind::kGetAcc && op == MPI_NO_OP);
+  }
+  bool has_result() const {
+    return kind == OpKind::kGet || kind == OpKind::kGetAcc || kind == OpKind::kCas;
+  }
 };
 int rma_op(Win* w, const OpArgs& a, const char* call);
 

@@ -18,6 +18,8 @@
 //    EP_ERR_OP; a negative count -> EP_ERR_COUNT; EP_WIN_NULL -> EP_ERR_WIN for every
 //    window call;
 //  * a bad size or disp_unit at one endpoint of EP_Win_create / EP_Win_allocate: EP_ERR_ARG
+//  * a bad lock_type, assert, keyval or errhandler, a NULL flag or group: EP_ERR_ARG, and the
+//    window still works afterwards;
 //    there, an error at every other endpoint, no window anywhere, and no hang;
 //  * afterwards the window still works and every endpoint's data is intact; EP_Error_string
 //    names the failing call.
@@ -298,6 +300,42 @@ TEST(RmaErrors, FlushOutsideAPassiveEpochIsASyncError) {
     EXPECT_EP_OK(EP_Win_lock(EP_LOCK_SHARED, right, 0, win));
     EXPECT_EP_OK(EP_Win_flush(right, win));
     EXPECT_EP_OK(EP_Win_unlock(right, win));
+    free_win(&win);
+  });
+}
+
+// Arguments of the synchronization and attribute calls: each a clear EP_ERR_ARG naming
+// the call, and the window still works afterwards.
+TEST(RmaErrors, BadLockTypeAssertKeyvalAndErrhandler) {
+  run_world([](const Ctx& c) {
+    int64_t mem = 0;
+    EP_Win win = make_win(&mem, 8, 8, c.comm);
+    ASSERT_NE(win, EP_WIN_NULL);
+    const std::string w = c.who();
+    const int right = (c.rank + 1) % c.size;
+    expect_error(EP_Win_lock(12345, right, 0, win), EP_ERR_ARG, "EP_Win_lock", w);
+    expect_error(EP_Win_lock(EP_LOCK_SHARED, right, EP_MODE_NOPUT, win), EP_ERR_ARG,
+                 "EP_Win_lock", w);
+    expect_error(EP_Win_lock_all(EP_MODE_NOSTORE, win), EP_ERR_ARG, "EP_Win_lock_all", w);
+    expect_error(EP_Win_fence(1 << 30, win), EP_ERR_ARG, "EP_Win_fence", w);
+    void* attr = nullptr;
+    int flag = 0;
+    expect_error(EP_Win_get_attr(win, MPI_WIN_MODEL, &attr, &flag), EP_ERR_ARG,
+                 "EP_Win_get_attr", w);
+    expect_error(EP_Win_get_attr(win, EP_WIN_BASE, &attr, nullptr), EP_ERR_ARG,
+                 "EP_Win_get_attr", w);
+    expect_error(EP_Win_set_errhandler(win, reinterpret_cast<EP_Errhandler>(7)), EP_ERR_ARG,
+                 "EP_Win_set_errhandler", w);
+    expect_error(EP_Win_get_group(win, nullptr), EP_ERR_ARG, "EP_Win_get_group", w);
+    // None of that opened an epoch or broke the window.
+    const int64_t one = 1;
+    expect_error(EP_Put(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, win), EP_ERR_RMA_SYNC,
+                 "EP_Put", w);
+    EXPECT_EP_OK(EP_Win_lock(EP_LOCK_EXCLUSIVE, right, 0, win));
+    EXPECT_EP_OK(EP_Accumulate(&one, 1, MPI_INT64_T, right, 0, 1, MPI_INT64_T, MPI_SUM, win));
+    EXPECT_EP_OK(EP_Win_unlock(right, win));
+    EXPECT_EQ(EP_Barrier(c.comm), EP_SUCCESS);
+    EXPECT_EQ(mem, 1) << w << ": one accumulate from the left neighbour";
     free_win(&win);
   });
 }
