@@ -18,9 +18,9 @@
 //    EP_ERR_OP; a negative count -> EP_ERR_COUNT; EP_WIN_NULL -> EP_ERR_WIN for every
 //    window call;
 //  * a bad size or disp_unit at one endpoint of EP_Win_create / EP_Win_allocate: EP_ERR_ARG
+//    there, an error at every other endpoint, no window anywhere, and no hang;
 //  * a bad lock_type, assert, keyval or errhandler, a NULL flag or group: EP_ERR_ARG, and the
 //    window still works afterwards;
-//    there, an error at every other endpoint, no window anywhere, and no hang;
 //  * afterwards the window still works and every endpoint's data is intact; EP_Error_string
 //    names the failing call.
 #include <gtest/gtest.h>
