@@ -80,9 +80,13 @@ void Engine::submit(const Command& command, bool self_progress) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed loads: ordered by the fence above; helpers_ is only a hint (a helper
   // drains the queue in its own passes).
-  if (sleeping_.load(std::memory_order_relaxed) != 0 &&
+  // Only a thread asleep for lack of work is woken, and only by one submitter per sleep
+  // (the exchange): a burst of nonblocking sends must not pay a futex call each.  A
+  // thread standing aside for a helper is not woken: it looks again within 100 us.
+  if (sleeping_.load(std::memory_order_relaxed) == kAsleep &&
       queued_.load(std::memory_order_relaxed) > 0 &&
-      helpers_.load(std::memory_order_relaxed) == 0) {
+      helpers_.load(std::memory_order_relaxed) == 0 &&
+      sleeping_.exchange(kAwake, std::memory_order_relaxed) == kAsleep) {
     wake();
   }
 }
@@ -140,20 +144,24 @@ void Engine::execute(const Command& c) {
   int err = MPI_SUCCESS;
   switch (c.kind) {
     case Command::kSendPacket:
-      err = MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer, 0, packet_comm_, &req);
-      stats_.packets_sent.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      err = MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer, kPacketTag, packet_comm_,
+                      &req);
+      Stats::bump(stats_.packets_sent);
       break;
     case Command::kSendData:
       err = c.sync ? MPI_Issend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req)
                    : MPI_Isend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
-      stats_.data_sent.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      Stats::bump(stats_.data_sent);
       break;
     case Command::kRecvData:
       err = MPI_Irecv(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
-      stats_.data_received.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+      Stats::bump(stats_.data_received);
       break;
     case Command::kRun:
       c.fn(c.arg);
+      return;
+    case Command::kFlushOutbox:
+      flush_outbox(static_cast<Outbox*>(c.arg));
       return;
   }
   if (err != MPI_SUCCESS) {
@@ -165,18 +173,83 @@ void Engine::execute(const Command& c) {
   track(req, c.done, c.kind == Command::kSendPacket && c.done == nullptr ? c.buf : nullptr);
 }
 
+void PacketSink::on_record(int src_proc, const char* packet, size_t len) {
+  char* block = static_cast<char*>(std::malloc(Engine::kHeadroom + len + 1));
+  std::memcpy(block + Engine::kHeadroom, packet, len);
+  on_packet(src_proc, block, len);
+}
+
+void Engine::flush_outbox(Outbox* outbox) {
+  batches_.clear();
+  outbox->take(&batches_);
+  outbox->unref();  // the flush command's reference
+  for (const Outbox::Batch& b : batches_) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = MPI_Isend(b.buf, static_cast<int>(b.len), MPI_BYTE, b.peer,
+                        b.bundle ? kBundleTag : kPacketTag, packet_comm_, &req);
+    Stats::bump(b.bundle ? stats_.bundles_sent : stats_.packets_sent);
+    if (err != MPI_SUCCESS) {
+      std::free(b.buf);  // like a lone packet that failed: nobody waits for it
+    } else {
+      track(req, nullptr, b.buf);
+    }
+  }
+}
+
+void Engine::flush_bundle() {
+  if (bundle_.size() == 1) {
+    execute(bundle_[0]);
+  } else if (!bundle_.empty()) {
+    char* out = static_cast<char*>(std::malloc(bundle_bytes_));
+    size_t pos = 0;
+    for (const Command& c : bundle_) {
+      write_record_header(out + pos, c.len);
+      std::memcpy(out + pos + kRecordHeader, c.buf, c.len);
+      pos += record_size(c.len);
+      std::free(c.buf);
+    }
+    MPI_Request req = MPI_REQUEST_NULL;
+    int err = MPI_Isend(out, static_cast<int>(pos), MPI_BYTE, bundle_peer_, kBundleTag,
+                        packet_comm_, &req);
+    Stats::bump(stats_.packets_sent, bundle_.size());
+    Stats::bump(stats_.bundles_sent);
+    if (err != MPI_SUCCESS) {
+      std::free(out);  // like a lone packet that failed: nobody waits for it
+    } else {
+      track(req, nullptr, out);
+    }
+  }
+  bundle_.clear();
+  bundle_bytes_ = 0;
+  bundle_peer_ = -1;
+}
+
 bool Engine::drain_commands() {
   int n = 0;
   for (; n < 64; ++n) {
     MpscNode* m = queue_.pop();
     if (m == nullptr) break;
     Node* node = static_cast<Node*>(m);
-    execute(node->command);
+    const Command& c = node->command;
+    const bool bundleable = c.kind == Command::kSendPacket && c.done == nullptr &&
+                            record_size(c.len) <= kBundleBytes / 4;
+    if (!bundleable || c.peer != bundle_peer_ ||
+        bundle_bytes_ + record_size(c.len) > kBundleBytes) {
+      flush_bundle();
+    }
+    if (bundleable) {
+      bundle_.push_back(c);
+      bundle_bytes_ += record_size(c.len);
+      bundle_peer_ = c.peer;
+    } else {
+      execute(c);
+    }
     delete node;
   }
+  flush_bundle();
   if (n == 0) return false;
   queued_.fetch_sub(n, std::memory_order_relaxed);  // relaxed: a sleep hint only
-  stats_.commands.fetch_add(n, std::memory_order_relaxed);  // relaxed: statistics
+  Stats::bump(stats_.commands, n);
   return true;
 }
 
@@ -186,18 +259,38 @@ bool Engine::poll_packets() {
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;
-    MPI_Improbe(MPI_ANY_SOURCE, 0, packet_comm_, &flag, &msg, &st);
+    MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, packet_comm_, &flag, &msg, &st);
     if (!flag) break;
     int len = 0;
     MPI_Get_count(&st, MPI_BYTE, &len);
+    any = true;
+    if (st.MPI_TAG == kBundleTag) {
+      if (inbound_.size() < static_cast<size_t>(len)) inbound_.resize(len);
+      MPI_Mrecv(inbound_.data(), len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+      Stats::bump(stats_.bytes_received, len);
+      deliver_bundle(st.MPI_SOURCE, inbound_.data(), static_cast<size_t>(len));
+      continue;
+    }
     char* block = static_cast<char*>(std::malloc(kHeadroom + static_cast<size_t>(len) + 1));
     MPI_Mrecv(block + kHeadroom, len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-    stats_.packets_received.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-    stats_.bytes_received.fetch_add(len, std::memory_order_relaxed);
+    Stats::bump(stats_.packets_received);
+    Stats::bump(stats_.bytes_received, len);
     sink_->on_packet(st.MPI_SOURCE, block, static_cast<size_t>(len));
-    any = true;
   }
   return any;
+}
+
+void Engine::deliver_bundle(int src, const char* data, size_t len) {
+  size_t pos = 0;
+  while (pos + kRecordHeader <= len) {
+    uint32_t head[2];
+    std::memcpy(head, data + pos, kRecordHeader);
+    size_t n = head[0];
+    if (pos + kRecordHeader + n > len) break;  // malformed: drop the rest
+    Stats::bump(stats_.packets_received);
+    sink_->on_record(src, data + pos + kRecordHeader, n);
+    pos += record_size(n);
+  }
 }
 
 bool Engine::test_active() {
@@ -238,22 +331,22 @@ void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
   // relaxed: the futex compares the value itself; sleeping_ and queued_ are ordered
   // by the seq_cst fences here and in submit() (Dekker pairing).
   uint32_t seen = wake_word_.load(std::memory_order_relaxed);
-  sleeping_.store(1, std::memory_order_relaxed);
+  sleeping_.store(baton_busy ? kStandingAside : kAsleep, std::memory_order_relaxed);
   // seq_cst fence: pairs with the fence in submit().
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if ((baton_busy || queued_.load(std::memory_order_relaxed) == 0) &&
       !stopping_.load(std::memory_order_acquire)) {
-    stats_.sleeps.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    Stats::bump(stats_.sleeps);
     futex_wait(wake_word_, seen, ns);
   }
-  sleeping_.store(0, std::memory_order_relaxed);  // relaxed: only makes submit() skip a wake
+  sleeping_.store(kAwake, std::memory_order_relaxed);  // relaxed: only makes submit() skip a wake
 }
 
 void Engine::run() {
   tid_.store(static_cast<int>(syscall(SYS_gettid)), std::memory_order_release);  // pairs: stop()
   Backoff backoff(policy_);
   for (;;) {
-    stats_.loops.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    Stats::bump(stats_.loops);
     uint32_t expected = 0;
     // acquire: pairs with the release that ended the previous pass (ours or a helper's).
     if (helpers_.load(std::memory_order_relaxed) > 0 ||

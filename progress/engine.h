@@ -25,11 +25,23 @@
 // Progress cost is independent of the number of endpoints communicators: the engine
 // knows none of them (the sink resolves the header).
 //
+// Bundles.  Several packets for one peer travel as one MPI message with tag
+// kBundleTag: records of [uint32 length][uint32 0][packet bytes, padded to 8]
+// (outbox.h).  Bundles come from endpoints' Outboxes (kFlushOutbox: an endpoint's
+// small packets, batched as it sends them) and from a pass that finds several
+// kSendPacket commands without a Completion queued back to back for one peer with no
+// other kind of command between them.  The receiver hands each record to the sink
+// (on_record) as if it had arrived alone.  Small messages thus cost one MPI send and
+// one MPI receive per batch instead of one each; a packet alone goes out as before
+// (tag kPacketTag).
+//
 // Ordering: commands are executed in the order of their submit() calls (a single FIFO),
 // so one endpoint's commands keep their order even when its handle moves between
-// threads; packets to one peer go out on one communicator with one tag, so MPI's
-// non-overtaking rule keeps them in order; incoming packets reach the sink in MPI
-// arrival order.
+// threads; a bundle keeps its packets in queue order and goes out where the first of
+// them would have, and no other command is started while a bundle is being built;
+// packets and bundles to one peer go out on one communicator, and the receiver probes
+// with MPI_ANY_TAG, so MPI's non-overtaking rule keeps them in order; incoming packets
+// reach the sink in MPI arrival order.
 //
 // Lifetime: start() once (collective over MPI_COMM_WORLD, from any one thread of
 // each process), stop() once (waits until every submitted command completed).
@@ -58,6 +70,7 @@
 
 #include "progress/backoff.h"
 #include "progress/mpsc_queue.h"
+#include "progress/outbox.h"
 
 namespace ep::progress {
 
@@ -76,6 +89,9 @@ class Completion {
 class PacketSink {
  public:
   virtual void on_packet(int src_proc, char* block, size_t len) = 0;
+  // One packet of a bundle: `packet` is valid only during the call.  The default
+  // copies it into a block for on_packet; a sink may consume it in place.
+  virtual void on_record(int src_proc, const char* packet, size_t len);
 
  protected:
   ~PacketSink() = default;
@@ -87,6 +103,7 @@ struct Command {
     kSendData,    // MPI_Isend (or Issend if sync) of (buf, count, type) with data_tag
     kRecvData,    // MPI_Irecv of (buf, count, type) from peer with data_tag
     kRun,         // run fn(arg) on the progress thread
+    kFlushOutbox,  // send the batches of the Outbox `arg` (outbox.h), drop its reference
   };
   Kind kind = kRun;
   bool sync = false;
@@ -106,14 +123,24 @@ struct Options {
   int cpu = -1;  // pin the thread to this CPU; -1: not pinned
 };
 
+// Written by one thread at a time (the baton holder; loops and sleeps by the progress
+// thread only), read by EP_STATS at the end.
 struct Stats {
   std::atomic<uint64_t> packets_sent{0}, packets_received{0}, data_sent{0}, data_received{0},
-      bytes_received{0}, loops{0}, sleeps{0}, commands{0};
+      bytes_received{0}, loops{0}, sleeps{0}, commands{0}, bundles_sent{0};
+  // relaxed load + store, not a locked RMW: there is only one writer at a time (the
+  // baton's acquire/release orders successive writers).
+  static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+    c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
 };
 
 class Engine {
  public:
   static constexpr size_t kHeadroom = 128;
+  static constexpr int kPacketTag = 0, kBundleTag = 1;
+  // A bundle holds at most this many bytes of packets (larger ones travel alone).
+  static constexpr size_t kBundleBytes = 64 * 1024;
   static constexpr int kDataTagMask = (1 << 27) - 1;
 
   Engine();
@@ -138,6 +165,8 @@ class Engine {
   // Runs one progress pass if no other thread holds the baton.  Returns true if this
   // call made progress.  Thread-safe.
   bool try_progress();
+  // True while some thread runs a pass (a hint: it may end at any moment).
+  bool baton_held() const { return baton_.load(std::memory_order_relaxed) != 0; }
   // Like try_progress, but only starts queued commands (a sender pushing its own
   // message out; probing and testing are left to waiters and the progress thread).
   bool try_start_commands();
@@ -182,6 +211,10 @@ class Engine {
   void run();
   bool pass();  // requires the baton
   bool drain_commands();
+  // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
+  void flush_bundle();
+  void flush_outbox(Outbox* outbox);
+  void deliver_bundle(int src, const char* data, size_t len);
   bool poll_packets();
   bool test_active();
   void execute(const Command& c);
@@ -198,7 +231,9 @@ class Engine {
   std::thread thread_;
   std::atomic<int> tid_{0};  // kernel id of the progress thread (release: run())
   std::atomic<bool> stopping_{false};  // release in stop(), acquire in run()
-  std::atomic<uint32_t> sleeping_{0};  // seq_cst, see "Memory ordering" above
+  // What the progress thread is doing (seq_cst fences, see "Memory ordering" above).
+  static constexpr uint32_t kAwake = 0, kAsleep = 1, kStandingAside = 2;
+  std::atomic<uint32_t> sleeping_{kAwake};
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
   std::atomic<uint32_t> data_tag_{0};
   std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
@@ -211,6 +246,11 @@ class Engine {
   std::vector<Active> active_;
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
+  std::vector<Command> bundle_;  // kSendPacket commands to bundle_peer_, in queue order
+  size_t bundle_bytes_ = 0;
+  int bundle_peer_ = -1;
+  std::vector<char> inbound_;  // receive buffer of incoming bundles
+  std::vector<Outbox::Batch> batches_;  // flush_outbox's scratch
   Stats stats_;
 };
 

@@ -162,6 +162,9 @@ class Endpoint {
  public:
   static constexpr uint32_t kMagic = 0xe9c0ffee;
   Endpoint(CommShared* comm, int rank, int local_index);
+  ~Endpoint() { outbox->unref(); }
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
 
   uint32_t magic = kMagic;
   CommShared* const comm;
@@ -179,6 +182,9 @@ class Endpoint {
   std::unordered_map<Endpoint*, std::unique_ptr<moodycamel::ProducerToken>> other_tokens;
   // The progress thread's token for this endpoint's inbox (only it touches this).
   std::unique_ptr<moodycamel::ProducerToken> progress_token;
+  // Small packets to other processes wait here for the engine (progress/outbox.h);
+  // the endpoint holds one reference.
+  progress::Outbox* outbox = new progress::Outbox;
 
   moodycamel::ProducerToken& token_for(Endpoint* dest);
 };

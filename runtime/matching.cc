@@ -27,14 +27,16 @@ void Matcher::kick() {
 }
 
 void Matcher::run_rounds(uint32_t seen) {
-  for (;;) {
+  process_all();
+  finish_rounds(seen);
+}
+
+void Matcher::finish_rounds(uint32_t seen) {
+  // acq_rel CAS: on success releases the lists to the next matcher; on failure
+  // (someone kicked; `seen` is reloaded) acquires their pushes and we run another round.
+  while (!work_.compare_exchange_strong(seen, 0, std::memory_order_acq_rel,
+                                        std::memory_order_acquire)) {
     process_all();
-    // acq_rel CAS: on success releases the lists to the next matcher; on failure
-    // (someone kicked) acquires their pushes and we run another round.
-    if (work_.compare_exchange_strong(seen, 0, std::memory_order_acq_rel,
-                                      std::memory_order_acquire)) {
-      return;
-    }
   }
 }
 
@@ -44,9 +46,8 @@ void Matcher::post(MatchOp* op) {
   // earlier), sparing the queue.  acquire: pairs with the previous matcher's release.
   if (work_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
                                     std::memory_order_relaxed)) {
-    process_all();
-    handle(op);
-    run_rounds(1);
+    handle(op);  // the queues hold nothing we must see first (see "In place" in matching.h)
+    finish_rounds(1);
     return;
   }
   posts_.push(op);
@@ -60,9 +61,8 @@ bool Matcher::try_deliver_direct(Envelope* e) {
                                      std::memory_order_relaxed)) {
     return false;
   }
-  process_all();  // earlier posts and arrivals first, to keep their order
-  arrive(e);
-  run_rounds(1);
+  arrive(e);  // the queues hold nothing we must see first (see "In place" in matching.h)
+  finish_rounds(1);
   return true;
 }
 

@@ -23,9 +23,15 @@
 // the matcher runs another round.  Hence at most one matcher at a time, every item
 // pushed before a kick is processed by the matcher of that kick or a later one, and
 // each item is processed exactly once, by one thread, in its queue's order.
-// A sender that finds work_ == 0 may CAS 0 -> 1 and match its message in place
-// (try_deliver_direct), avoiding the queue; it still drains both queues first, so
-// anything posted earlier keeps its order.
+// In place.  A sender that finds work_ == 0 may CAS 0 -> 1 and match its message in
+// place (try_deliver_direct), avoiding the queue; a poster likewise handles its op in
+// place (post).  Neither drains the queues first, because nothing in them must come
+// first: work_ == 0 means every item whose kick happened was processed, and an item
+// pushed but not yet kicked comes from another thread - another source, or a post
+// not yet complete - so it is concurrent with ours and MPI allows either order (one
+// source's arrivals are pushed by one thread at a time, and it kicks before its
+// next push or in-place match).  Afterwards CAS(1 -> 0); if it fails, someone kicked:
+// drain the queues and try again (finish_rounds).
 // Ordering argument: arrivals from one source are processed in send order and each
 // goes to the first posted receive that matches it; receives are processed in post
 // order and each takes the first unexpected arrival that matches it - MPI's
@@ -116,7 +122,8 @@ class Matcher {
 
  private:
   void kick();
-  void run_rounds(uint32_t seen);
+  void run_rounds(uint32_t seen);     // drains the queues, then finish_rounds
+  void finish_rounds(uint32_t seen);  // CAS(seen -> 0); on failure drain and retry
   void process_all();
   void arrive(Envelope* e);
   void handle(MatchOp* op);

@@ -28,7 +28,8 @@ Request* completed_request() {
 // Hands an envelope to a local endpoint: matched in place when possible.
 void deliver_local(Endpoint* ep, Endpoint* dest, Envelope* e) {
   if (dest->matcher.try_deliver_direct(e)) {
-    runtime()->counters.direct_matches.fetch_add(1, std::memory_order_relaxed);  // statistics
+    Runtime* rt = runtime();
+    rt->count(rt->counters.direct_matches);
     return;
   }
   dest->matcher.push(ep->token_for(dest), materialize(e));
@@ -51,7 +52,8 @@ int send_local(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti
       pack(buf, count, type, ti, e.block);
       e.data = static_cast<const char*>(e.block);
     }
-    runtime()->counters.local_eager.fetch_add(1, std::memory_order_relaxed);  // statistics
+    Runtime* rt = runtime();
+    rt->count(rt->counters.local_eager);
     deliver_local(ep, dest, &e);
     if (r != nullptr) request_complete(r);
     return EP_SUCCESS;
@@ -70,18 +72,14 @@ int send_local(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti
   e->stype = type;
   e->sti = ti;
   e->sreq = r;
-  runtime()->counters.local_rndv.fetch_add(1, std::memory_order_relaxed);  // statistics
+  Runtime* rt = runtime();
+  rt->count(rt->counters.local_rndv);
   deliver_local(ep, dest, e);
   return EP_SUCCESS;
 }
 
-void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
-                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, Request* r) {
-  Runtime* rt = runtime();
-  int64_t bytes = ti.size * count;
-  size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
-  char* packet = static_cast<char*>(std::malloc(len));
-  WireHeader* h = reinterpret_cast<WireHeader*>(packet);
+void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync,
+                 int tag, int64_t bytes, int data_tag) {
   h->ctx = a.ctx;
   h->dst_local = a.local;
   h->kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
@@ -89,22 +87,60 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   h->src_rank = ep->rank;
   h->tag = tag;
   h->bytes = bytes;
-  const int data_tag = rendezvous ? rt->engine.next_data_tag() : 0;
-  h->data_tag = data_tag;  // the packet belongs to the engine once submitted
-  progress::Command c;
-  c.kind = progress::Command::kSendPacket;
-  c.peer = a.proc;
-  c.buf = packet;
-  c.len = len;
+  h->data_tag = data_tag;
+}
+
+// Asks the engine to flush ep's outbox (when append said so); `now`: run it at once
+// if nobody else progresses.  Without a flush to submit, `now` still starts whatever
+// is queued (an earlier flush may hold our packet).
+void flush_outbox(Endpoint* ep, bool submit, bool now) {
+  progress::Engine& engine = runtime()->engine;
+  if (submit) {
+    progress::Command c;
+    c.kind = progress::Command::kFlushOutbox;
+    c.arg = ep->outbox;
+    engine.submit(c, now);
+  } else if (now) {
+    engine.try_start_commands();
+  }
+}
+
+// Every packet to another process goes through the endpoint's outbox, which keeps
+// them in send order (progress/outbox.h): small ones are copied into a batch, the
+// others travel alone.  A blocking send starts its packet at once if nobody else
+// progresses (latency); a nonblocking one leaves it there, so that a burst of them
+// goes out as one bundle with the next pass (the caller's own next wait, or the
+// progress thread, which submit() wakes).
+void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
+                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, Request* r) {
+  Runtime* rt = runtime();
+  int64_t bytes = ti.size * count;
+  size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
   if (!rendezvous) {
-    pack(buf, count, type, ti, packet + sizeof(WireHeader));
-    rt->counters.remote_eager.fetch_add(1, std::memory_order_relaxed);  // statistics
-    rt->engine.submit(c, /*self_progress=*/true);  // send it now if nobody else progresses
-    if (r != nullptr) request_complete(r);
+    rt->count(rt->counters.remote_eager);
+    bool submit;
+    if (progress::Outbox::fits(len)) {
+      submit = ep->outbox->append(a.proc, len, [&](char* p) {
+        fill_header(reinterpret_cast<WireHeader*>(p), a, ep, false, sync, tag, bytes, 0);
+        pack(buf, count, type, ti, p + sizeof(WireHeader));
+      });
+    } else {
+      char* packet = static_cast<char*>(std::malloc(len));
+      fill_header(reinterpret_cast<WireHeader*>(packet), a, ep, false, sync, tag, bytes, 0);
+      pack(buf, count, type, ti, packet + sizeof(WireHeader));
+      submit = ep->outbox->append_alone(a.proc, packet, len);
+    }
+    flush_outbox(ep, submit, /*now=*/r == nullptr);
+    if (r != nullptr) request_complete(r);  // the data was copied: complete
     return;
   }
-  rt->counters.remote_rndv.fetch_add(1, std::memory_order_relaxed);  // statistics
-  rt->engine.submit(c);
+  // Rendezvous: the header (RTS) as a packet; the payload follows on the data comm,
+  // received straight into the user's buffer once the receiver has matched.
+  rt->count(rt->counters.remote_rndv);
+  const int data_tag = rt->engine.next_data_tag();
+  char* packet = static_cast<char*>(std::malloc(len));
+  fill_header(reinterpret_cast<WireHeader*>(packet), a, ep, true, sync, tag, bytes, data_tag);
+  flush_outbox(ep, ep->outbox->append_alone(a.proc, packet, len), /*now=*/false);
   progress::Command d;
   d.kind = progress::Command::kSendData;
   d.sync = sync;
@@ -166,7 +202,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   if (a.proc == rt->world_rank) {
     Endpoint* d = local_peer(ep, dest);
     if (d == nullptr) {  // the destination's fragment was freed: nobody can receive this
-      rt->counters.dropped_packets.fetch_add(1, std::memory_order_relaxed);  // statistics
+      rt->count(rt->counters.dropped_packets);
       if (r != nullptr) request_complete(r);
     } else {
       send_local(sbuf, scount, stype, sti, tag, ep, d, rendezvous, r);

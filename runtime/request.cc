@@ -99,8 +99,12 @@ void request_wait(Request* r, progress::Policy policy) {
     if (ns == 0) {
       // A collective has several endpoint threads of this process waiting at once,
       // usually more threads than cores: spinning would keep the one thread that can
-      // finish the operation off its core for a whole time slice.
-      if (r->kind == RequestKind::kColl) sched_yield();
+      // finish the operation off its core for a whole time slice.  Likewise while
+      // another thread of this process holds the baton: it completes our request, and
+      // it may need our core to do so.
+      if (r->kind == RequestKind::kColl || (r->needs_engine && engine.baton_held())) {
+        sched_yield();
+      }
       continue;
     }
     if (helping) {  // we stop helping before sleeping: the progress thread takes over

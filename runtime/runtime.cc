@@ -21,6 +21,47 @@ Runtime* runtime() {
   return g_runtime.load(std::memory_order_acquire);  // pairs with the release in runtime_init
 }
 
+namespace {
+// The destination endpoint of a point-to-point packet, or nullptr (then it is dropped).
+Endpoint* destination(ContextTable& contexts, const WireHeader* h, size_t len) {
+  CommShared* c = len >= sizeof(WireHeader) ? contexts.lookup(h->ctx) : nullptr;
+  if (c == nullptr || h->dst_local >= c->local.size()) return nullptr;
+  return c->local[h->dst_local].get();
+}
+
+// Hands an arrival to its endpoint's matcher: matched in place when no matcher is
+// active (no queue, and an unowned envelope is copied only if it has to wait), else
+// queued with the baton holder's producer token (arrivals keep their order: both ways
+// go through the same matcher, which drains its queue before an in-place match).
+void arrive(Endpoint* ep, Envelope* e) {
+  if (ep->matcher.try_deliver_direct(e)) return;
+  if (!ep->progress_token) {
+    ep->progress_token = std::make_unique<moodycamel::ProducerToken>(ep->matcher.inbox());
+  }
+  ep->matcher.push(*ep->progress_token, materialize(e));
+}
+}  // namespace
+
+void Runtime::on_record(int src_proc, const char* packet, size_t len) {
+  const auto* h = reinterpret_cast<const WireHeader*>(packet);
+  if (len < sizeof(WireHeader) || h->kind != WireHeader::kEager) {
+    PacketSink::on_record(src_proc, packet, len);  // a block of its own
+    return;
+  }
+  Endpoint* ep = destination(contexts, h, len);
+  if (ep == nullptr) {
+    count(counters.dropped_packets);
+    return;
+  }
+  Envelope e;  // refers to the bundle, which lives until we return
+  e.kind = Envelope::kEager;
+  e.src_rank = h->src_rank;
+  e.tag = h->tag;
+  e.bytes = h->bytes;
+  e.data = packet + sizeof(WireHeader);
+  arrive(ep, &e);
+}
+
 void Runtime::on_packet(int src_proc, char* block, size_t len) {
   static_assert(sizeof(Envelope) <= progress::Engine::kHeadroom, "envelope must fit the headroom");
   const auto* h = reinterpret_cast<const WireHeader*>(block + progress::Engine::kHeadroom);
@@ -31,13 +72,12 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
       return;
     }
   }
-  CommShared* c = len >= sizeof(WireHeader) ? contexts.lookup(h->ctx) : nullptr;
-  if (c == nullptr || h->dst_local >= c->local.size()) {
-    counters.dropped_packets.fetch_add(1, std::memory_order_relaxed);  // statistics
+  Endpoint* ep = destination(contexts, h, len);
+  if (ep == nullptr) {
+    count(counters.dropped_packets);
     std::free(block);
     return;
   }
-  Endpoint* ep = c->local[h->dst_local].get();
   auto* e = new (block) Envelope;
   e->owned = true;
   e->block = block;
@@ -52,10 +92,7 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
     e->src_proc = src_proc;
     e->data_tag = h->data_tag;
   }
-  if (!ep->progress_token) {
-    ep->progress_token = std::make_unique<moodycamel::ProducerToken>(ep->matcher.inbox());
-  }
-  ep->matcher.push(*ep->progress_token, e);
+  arrive(ep, e);
 }
 
 int runtime_init() {
@@ -119,7 +156,8 @@ int runtime_finalize() {
     const auto& c = rt->counters;
     std::fprintf(stderr,
                  "libep stats (process %d): local_eager=%llu local_rndv=%llu remote_eager=%llu "
-                 "remote_rndv=%llu direct_matches=%llu packets_sent=%llu packets_received=%llu "
+                 "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
+                 "packets_received=%llu "
                  "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
                  "dropped_packets=%llu\n",
                  rt->world_rank, (unsigned long long)c.local_eager.load(),
@@ -127,6 +165,7 @@ int runtime_finalize() {
                  (unsigned long long)c.remote_rndv.load(),
                  (unsigned long long)c.direct_matches.load(),
                  (unsigned long long)s.packets_sent.load(),
+                 (unsigned long long)s.bundles_sent.load(),
                  (unsigned long long)s.packets_received.load(),
                  (unsigned long long)s.data_sent.load(), (unsigned long long)s.data_received.load(),
                  (unsigned long long)s.loops.load(), (unsigned long long)s.sleeps.load(),

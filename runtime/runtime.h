@@ -58,6 +58,13 @@ class Runtime final : public progress::PacketSink {
   std::atomic<RmaSink> rma_sink{nullptr};
 
   void on_packet(int src_proc, char* block, size_t len) override;
+  void on_record(int src_proc, const char* packet, size_t len) override;
+  // Counts one event for EP_STATS.  Only when statistics are on: every endpoint
+  // thread bumping one shared counter per message would bounce its cache line
+  // between the cores on every message.
+  void count(std::atomic<uint64_t>& counter) {
+    if (config.stats) counter.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+  }
 };
 
 Runtime* runtime();

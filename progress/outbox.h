@@ -1,0 +1,152 @@
+// outbox.h - an endpoint's batch of small packets waiting for the progress engine.
+//
+// What it is: a sending endpoint appends each small packet for another process to its
+// Outbox instead of queueing one engine command per packet.  The first append into an
+// outbox with no flush pending asks the caller to submit one Command::kFlushOutbox;
+// when the engine runs that command it takes every batch the outbox holds and sends
+// each as one MPI message (a bundle, see "Bundles" in engine.h).  A stream of small
+// sends thus costs one memcpy per message on the sending thread and one MPI send per
+// batch - no allocation, no queue node per message - and a lone blocking send still
+// leaves at once (its caller runs the flush itself, Engine::try_start_commands).
+//
+// Batches: the outbox fills one buffer for one destination process; a packet for
+// another process, or one that does not fit, closes the buffer (it joins `ready_`) and
+// opens a new one.  A packet that travels alone (a large eager packet, a rendezvous
+// header) closes the buffer and joins `ready_` itself (append_alone).  A flush sends
+// `ready_` in order, then the open buffer.
+//
+// Ordering: every packet an endpoint sends to another process goes through its
+// outbox, and batches are closed and sent in append order, so one endpoint's packets
+// to one process leave in send order.  (Were any packet to bypass the outbox as its
+// own engine command, a packet appended after it could still leave with a flush
+// submitted before it.)  Rendezvous payloads travel on the engine's data comm under
+// their own tag and need no order against packets.
+//
+// Lifetime: reference counted.  The endpoint holds one reference; each pending flush
+// command holds one (taken by append(), dropped by the engine after the flush), so an
+// endpoint may be freed while its last packets wait.
+//
+// Threading: append() by the endpoint's thread (one at a time), take() by the baton
+// holder; both under a spin lock held for a memcpy at most.
+//
+// Memory ordering: lock_ is taken with an acquire exchange and released with a release
+// store, so the engine sees the packet bytes appended before the release.  refs_ is
+// decremented with acq_rel so the last owner sees all writes before deleting.
+#ifndef EP_PROGRESS_OUTBOX_H_
+#define EP_PROGRESS_OUTBOX_H_
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "progress/backoff.h"
+
+namespace ep::progress {
+
+// A bundle is a sequence of records: [uint32 length][uint32 0][packet, padded to 8].
+constexpr size_t kRecordHeader = 8;
+inline size_t record_size(size_t len) { return kRecordHeader + ((len + 7) & ~size_t{7}); }
+inline void write_record_header(char* at, size_t len) {
+  uint32_t head[2] = {static_cast<uint32_t>(len), 0};
+  std::memcpy(at, head, kRecordHeader);
+}
+
+class Outbox {
+ public:
+  // Bytes of one batch; packets above a quarter of it go through the engine alone.
+  static constexpr size_t kBatchBytes = 16 * 1024;
+  static bool fits(size_t len) { return record_size(len) <= kBatchBytes / 4; }
+
+  struct Batch {
+    int peer = -1;        // rank in MPI_COMM_WORLD
+    char* buf = nullptr;  // malloc'ed; the engine frees it once sent
+    size_t len = 0;
+    bool bundle = true;   // records (tag kBundleTag), or one packet alone (kPacketTag)
+  };
+
+  Outbox() = default;
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+
+  // Appends one packet of `len` bytes for `peer`; fill(char* at) writes it.  Returns
+  // true if the caller must now submit Command::kFlushOutbox for this outbox (the
+  // reference for that command is already taken).
+  template <class Fill>
+  bool append(int peer, size_t len, Fill&& fill) {
+    const size_t need = record_size(len);
+    lock();
+    if (open_.buf != nullptr && (open_.peer != peer || open_.len + need > kBatchBytes)) {
+      close_open();
+    }
+    if (open_.buf == nullptr) {
+      open_ = Batch{peer, static_cast<char*>(std::malloc(kBatchBytes)), 0, true};
+    }
+    char* at = open_.buf + open_.len;
+    write_record_header(at, len);
+    fill(at + kRecordHeader);
+    open_.len += need;
+    return queue_flush_and_unlock();
+  }
+
+  // Queues a packet that travels alone (too large for a batch, or a rendezvous
+  // header): it keeps its place among this endpoint's packets.  Takes ownership of
+  // the malloc'ed `packet`.  Returns what append() returns.
+  bool append_alone(int peer, char* packet, size_t len) {
+    lock();
+    close_open();
+    ready_.push_back(Batch{peer, packet, len, false});
+    return queue_flush_and_unlock();
+  }
+
+  // The engine, running a flush command: appends every batch to *out, in order, and
+  // marks no flush pending.  The caller then drops the command's reference (unref).
+  void take(std::vector<Batch>* out) {
+    lock();
+    out->insert(out->end(), ready_.begin(), ready_.end());
+    ready_.clear();
+    if (open_.buf != nullptr) out->push_back(open_);
+    open_ = Batch{};
+    flush_queued_ = false;
+    unlock();
+  }
+
+  void unref() {
+    // acq_rel: the last owner sees every other owner's writes before deleting.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+ private:
+  ~Outbox() {
+    for (const Batch& b : ready_) std::free(b.buf);
+    std::free(open_.buf);
+  }
+  void close_open() {  // requires lock_
+    if (open_.buf == nullptr) return;
+    ready_.push_back(open_);
+    open_ = Batch{};
+  }
+  bool queue_flush_and_unlock() {
+    const bool submit = !flush_queued_;
+    flush_queued_ = true;
+    if (submit) refs_.fetch_add(1, std::memory_order_relaxed);  // relaxed: we hold a ref
+    unlock();
+    return submit;
+  }
+  void lock() {
+    // acquire: pairs with the release in unlock() of the previous holder.
+    while (lock_.exchange(true, std::memory_order_acquire)) cpu_relax();
+  }
+  void unlock() { lock_.store(false, std::memory_order_release); }
+
+  std::atomic<bool> lock_{false};
+  std::atomic<int> refs_{1};
+  bool flush_queued_ = false;  // guarded by lock_
+  Batch open_;                 // guarded by lock_; buf == nullptr: none open
+  std::vector<Batch> ready_;    // guarded by lock_
+};
+
+}  // namespace ep::progress
+
+#endif  // EP_PROGRESS_OUTBOX_H_
