@@ -46,8 +46,8 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
     CPU_ZERO(&set);
     CPU_SET(options.cpu, &set);
     if (pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set) != 0) {
-      *error = "EP_PROGRESS_CPUS: cannot pin the progress thread to CPU " +
-               std::to_string(options.cpu);
+      *error =
+          "EP_PROGRESS_CPUS: cannot pin the progress thread to CPU " + std::to_string(options.cpu);
       stop();
       return false;
     }
@@ -97,29 +97,45 @@ void Engine::wake() {
 }
 
 bool Engine::try_progress() {
-  uint32_t expected = 0;
-  // acquire: pairs with the release store that ended the previous pass.
-  if (baton_.load(std::memory_order_relaxed) != 0 ||
-      !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) {
-    return false;
-  }
+  if (!take_baton()) return false;
   bool work = pass();
-  baton_.store(0, std::memory_order_release);  // pairs with the acquire above
+  release_baton();
   return work;
 }
 
 bool Engine::try_start_commands() {
-  uint32_t expected = 0;
-  // acquire: pairs with the release store that ended the previous pass.
-  if (baton_.load(std::memory_order_relaxed) != 0 ||
-      !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                      std::memory_order_relaxed)) {
-    return false;
-  }
+  if (!take_baton()) return false;
   bool work = drain_commands();
-  baton_.store(0, std::memory_order_release);  // pairs with the acquire above
+  release_baton();
   return work;
+}
+
+void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
+  if (now && take_baton()) {
+    drain_commands();                          // what was submitted earlier goes first
+    if (flush_reserved) flush_outbox(outbox);  // ours, without a queue node
+    release_baton();
+    return;
+  }
+  if (flush_reserved) {
+    Command c;
+    c.kind = Command::kFlushOutbox;
+    c.arg = outbox;
+    submit(c);
+  }
+}
+
+bool Engine::take_baton() {
+  uint32_t expected = 0;
+  // acquire: pairs with the release store in release_baton() that ended the previous
+  // pass.
+  return baton_.load(std::memory_order_relaxed) == 0 &&
+         baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                        std::memory_order_relaxed);
+}
+
+void Engine::release_baton() {
+  baton_.store(0, std::memory_order_release);  // pairs with the acquire in take_baton()
 }
 
 bool Engine::pass() {
@@ -137,6 +153,7 @@ bool Engine::pass() {
 void Engine::track(MPI_Request req, Completion* done, void* free_buf) {
   requests_.push_back(req);
   active_.push_back(Active{done, free_buf});
+  if (done != nullptr) ++waited_;
 }
 
 void Engine::execute(const Command& c) {
@@ -295,6 +312,10 @@ void Engine::deliver_bundle(int src, const char* data, size_t len) {
 
 bool Engine::test_active() {
   if (requests_.empty()) return false;
+  // Sends that only free their buffer when done are nobody's wait: test them every
+  // kLazyTestPasses passes (or once many piled up), not in every pass of a waiter.
+  if (waited_ == 0 && ++lazy_passes_ < kLazyTestPasses && requests_.size() < 64) return false;
+  lazy_passes_ = 0;
   int n = static_cast<int>(requests_.size());
   indices_.resize(n);
   statuses_.resize(n);
@@ -305,6 +326,7 @@ bool Engine::test_active() {
     int i = indices_[k];
     int e = err == MPI_ERR_IN_STATUS ? statuses_[k].MPI_ERROR : MPI_SUCCESS;
     Active a = active_[i];
+    if (a.done != nullptr) --waited_;
     if (a.done != nullptr) a.done->on_complete(statuses_[k], e);
     if (a.free_buf != nullptr) std::free(a.free_buf);
   }

@@ -99,10 +99,10 @@ class PacketSink {
 
 struct Command {
   enum Kind : uint8_t {
-    kSendPacket,  // MPI_Isend(buf, len bytes) on the packet comm; then done or free(buf)
-    kSendData,    // MPI_Isend (or Issend if sync) of (buf, count, type) with data_tag
-    kRecvData,    // MPI_Irecv of (buf, count, type) from peer with data_tag
-    kRun,         // run fn(arg) on the progress thread
+    kSendPacket,   // MPI_Isend(buf, len bytes) on the packet comm; then done or free(buf)
+    kSendData,     // MPI_Isend (or Issend if sync) of (buf, count, type) with data_tag
+    kRecvData,     // MPI_Irecv of (buf, count, type) from peer with data_tag
+    kRun,          // run fn(arg) on the progress thread
     kFlushOutbox,  // send the batches of the Outbox `arg` (outbox.h), drop its reference
   };
   Kind kind = kRun;
@@ -170,6 +170,10 @@ class Engine {
   // Like try_progress, but only starts queued commands (a sender pushing its own
   // message out; probing and testing are left to waiters and the progress thread).
   bool try_start_commands();
+  // After Outbox::append/append_alone (outbox.h): `flush_reserved` - it returned true
+  // (a flush is owed); `now` - send at once if no other thread holds the baton
+  // (a blocking send).  Otherwise the flush is queued as Command::kFlushOutbox.
+  void send_outbox(Outbox* outbox, bool flush_reserved, bool now);
   // Wakes the progress thread if it sleeps (a waiter stops progressing itself).
   void wake();
   // A thread announces that it will drive progress while it waits (helper_enter)
@@ -209,7 +213,9 @@ class Engine {
     Command command;
   };
   void run();
-  bool pass();  // requires the baton
+  bool take_baton();     // acquire; false if another thread holds it
+  void release_baton();  // release
+  bool pass();           // requires the baton
   bool drain_commands();
   // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
   void flush_bundle();
@@ -221,7 +227,7 @@ class Engine {
   void track(MPI_Request req, Completion* done, void* free_buf);
   void idle(Backoff& backoff, bool active_requests, bool baton_busy);
 
-  MpscQueue queue_;  // consumer: the baton holder
+  MpscQueue queue_;                 // consumer: the baton holder
   std::atomic<int64_t> queued_{0};  // commands pushed and not yet executed
   PacketSink* sink_ = nullptr;
   MPI_Comm packet_comm_ = MPI_COMM_NULL;
@@ -229,15 +235,15 @@ class Engine {
   int world_rank_ = 0, world_size_ = 1;
   Policy policy_ = Policy::kAdaptive;
   std::thread thread_;
-  std::atomic<int> tid_{0};  // kernel id of the progress thread (release: run())
+  std::atomic<int> tid_{0};            // kernel id of the progress thread (release: run())
   std::atomic<bool> stopping_{false};  // release in stop(), acquire in run()
   // What the progress thread is doing (seq_cst fences, see "Memory ordering" above).
   static constexpr uint32_t kAwake = 0, kAsleep = 1, kStandingAside = 2;
   std::atomic<uint32_t> sleeping_{kAwake};
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
   std::atomic<uint32_t> data_tag_{0};
-  std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
-  std::atomic<int> helpers_{0};     // threads progressing while they wait (a hint)
+  std::atomic<uint32_t> baton_{0};        // 1 while a thread runs a pass
+  std::atomic<int> helpers_{0};           // threads progressing while they wait (a hint)
   std::atomic<int64_t> last_help_ns_{0};  // when a helper last left (a hint)
   std::atomic<PassHook> hook_{nullptr};   // release in set_pass_hook, acquire in pass
   bool hook_pending_ = false;             // owned by the baton holder
@@ -246,10 +252,13 @@ class Engine {
   std::vector<Active> active_;
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
+  int waited_ = 0;       // entries of active_ with a Completion
+  int lazy_passes_ = 0;  // passes since active_ was last tested
+  static constexpr int kLazyTestPasses = 16;
   std::vector<Command> bundle_;  // kSendPacket commands to bundle_peer_, in queue order
   size_t bundle_bytes_ = 0;
   int bundle_peer_ = -1;
-  std::vector<char> inbound_;  // receive buffer of incoming bundles
+  std::vector<char> inbound_;           // receive buffer of incoming bundles
   std::vector<Outbox::Batch> batches_;  // flush_outbox's scratch
   Stats stats_;
 };

@@ -57,13 +57,14 @@ class Outbox {
  public:
   // Bytes of one batch; packets above a quarter of it go through the engine alone.
   static constexpr size_t kBatchBytes = 16 * 1024;
+  static constexpr size_t kFirstBytes = 512;  // the first allocation of a batch
   static bool fits(size_t len) { return record_size(len) <= kBatchBytes / 4; }
 
   struct Batch {
     int peer = -1;        // rank in MPI_COMM_WORLD
     char* buf = nullptr;  // malloc'ed; the engine frees it once sent
     size_t len = 0;
-    bool bundle = true;   // records (tag kBundleTag), or one packet alone (kPacketTag)
+    bool bundle = true;  // records (tag kBundleTag), or one packet alone (kPacketTag)
   };
 
   Outbox() = default;
@@ -81,7 +82,14 @@ class Outbox {
       close_open();
     }
     if (open_.buf == nullptr) {
-      open_ = Batch{peer, static_cast<char*>(std::malloc(kBatchBytes)), 0, true};
+      cap_ = kFirstBytes;
+      open_ = Batch{peer, static_cast<char*>(std::malloc(cap_)), 0, true};
+    }
+    // A batch starts small (a lone packet stays in the allocator's thread cache) and
+    // doubles as a burst fills it.
+    while (open_.len + need > cap_) {
+      cap_ *= 2;
+      open_.buf = static_cast<char*>(std::realloc(open_.buf, cap_));
     }
     char* at = open_.buf + open_.len;
     write_record_header(at, len);
@@ -144,7 +152,8 @@ class Outbox {
   std::atomic<int> refs_{1};
   bool flush_queued_ = false;  // guarded by lock_
   Batch open_;                 // guarded by lock_; buf == nullptr: none open
-  std::vector<Batch> ready_;    // guarded by lock_
+  size_t cap_ = 0;             // guarded by lock_; bytes allocated at open_.buf
+  std::vector<Batch> ready_;   // guarded by lock_
 };
 
 }  // namespace ep::progress

@@ -78,8 +78,8 @@ int send_local(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti
   return EP_SUCCESS;
 }
 
-void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync,
-                 int tag, int64_t bytes, int data_tag) {
+void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
+                 int64_t bytes, int data_tag) {
   h->ctx = a.ctx;
   h->dst_local = a.local;
   h->kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
@@ -88,21 +88,6 @@ void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, 
   h->tag = tag;
   h->bytes = bytes;
   h->data_tag = data_tag;
-}
-
-// Asks the engine to flush ep's outbox (when append said so); `now`: run it at once
-// if nobody else progresses.  Without a flush to submit, `now` still starts whatever
-// is queued (an earlier flush may hold our packet).
-void flush_outbox(Endpoint* ep, bool submit, bool now) {
-  progress::Engine& engine = runtime()->engine;
-  if (submit) {
-    progress::Command c;
-    c.kind = progress::Command::kFlushOutbox;
-    c.arg = ep->outbox;
-    engine.submit(c, now);
-  } else if (now) {
-    engine.try_start_commands();
-  }
 }
 
 // Every packet to another process goes through the endpoint's outbox, which keeps
@@ -130,7 +115,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
       pack(buf, count, type, ti, packet + sizeof(WireHeader));
       submit = ep->outbox->append_alone(a.proc, packet, len);
     }
-    flush_outbox(ep, submit, /*now=*/r == nullptr);
+    rt->engine.send_outbox(ep->outbox, submit, /*now=*/r == nullptr);
     if (r != nullptr) request_complete(r);  // the data was copied: complete
     return;
   }
@@ -140,7 +125,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   const int data_tag = rt->engine.next_data_tag();
   char* packet = static_cast<char*>(std::malloc(len));
   fill_header(reinterpret_cast<WireHeader*>(packet), a, ep, true, sync, tag, bytes, data_tag);
-  flush_outbox(ep, ep->outbox->append_alone(a.proc, packet, len), /*now=*/false);
+  rt->engine.send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len), /*now=*/false);
   progress::Command d;
   d.kind = progress::Command::kSendData;
   d.sync = sync;
@@ -227,8 +212,8 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   return EP_SUCCESS;
 }
 
-Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source,
-                   int tag, Endpoint* ep) {
+Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
+                   Endpoint* ep) {
   Request* r = request_new(RequestKind::kRecv, 2);
   r->buf = buf;
   r->count = count;
@@ -241,8 +226,9 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
     return r;
   }
   r->owner = ep;
-  r->needs_engine = ep->comm->multi_process &&
-                    (source == EP_ANY_SOURCE || ep->comm->peer(source).proc != runtime()->world_rank);
+  r->needs_engine =
+      ep->comm->multi_process &&
+      (source == EP_ANY_SOURCE || ep->comm->peer(source).proc != runtime()->world_rank);
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;

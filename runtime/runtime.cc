@@ -1,12 +1,11 @@
 #include "runtime/runtime.h"
 
-#include "runtime/datatype.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 
 #include "ep/ep.h"
+#include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
 
@@ -154,22 +153,20 @@ int runtime_finalize() {
   if (rt->config.stats) {
     const auto& s = rt->engine.stats();
     const auto& c = rt->counters;
-    std::fprintf(stderr,
-                 "libep stats (process %d): local_eager=%llu local_rndv=%llu remote_eager=%llu "
-                 "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
-                 "packets_received=%llu "
-                 "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-                 "dropped_packets=%llu\n",
-                 rt->world_rank, (unsigned long long)c.local_eager.load(),
-                 (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
-                 (unsigned long long)c.remote_rndv.load(),
-                 (unsigned long long)c.direct_matches.load(),
-                 (unsigned long long)s.packets_sent.load(),
-                 (unsigned long long)s.bundles_sent.load(),
-                 (unsigned long long)s.packets_received.load(),
-                 (unsigned long long)s.data_sent.load(), (unsigned long long)s.data_received.load(),
-                 (unsigned long long)s.loops.load(), (unsigned long long)s.sleeps.load(),
-                 (unsigned long long)c.dropped_packets.load());
+    std::fprintf(
+        stderr,
+        "libep stats (process %d): local_eager=%llu local_rndv=%llu remote_eager=%llu "
+        "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
+        "packets_received=%llu "
+        "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
+        "dropped_packets=%llu\n",
+        rt->world_rank, (unsigned long long)c.local_eager.load(),
+        (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
+        (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
+        (unsigned long long)s.packets_sent.load(), (unsigned long long)s.bundles_sent.load(),
+        (unsigned long long)s.packets_received.load(), (unsigned long long)s.data_sent.load(),
+        (unsigned long long)s.data_received.load(), (unsigned long long)s.loops.load(),
+        (unsigned long long)s.sleeps.load(), (unsigned long long)c.dropped_packets.load());
   }
   comm_free_all();
   datatype_finalize();
