@@ -24,24 +24,40 @@ int hidden_tag(Endpoint* ep) {
   return -4 - 4 * static_cast<int>(n);
 }
 
-// A hidden message is its length (8 bytes) followed, if not empty, by its bytes,
-// both under the same tag (non-overtaking keeps them together): the receiver posts
-// ordinary receives of known size and waits on them (no probe polling).
+// A hidden message is a head - its length (8 bytes) and, when it is at most kInline
+// bytes, the message itself - and then, for a longer message, its bytes as a second
+// message under the same tag (non-overtaking keeps them together).  The receiver
+// posts ordinary receives of known size and waits on them (no probe polling): a head
+// receive of kHeadBytes, which a shorter head fills partly, and the payload receive
+// once the length is known.  Small messages - most collectives' blobs - thus cost one
+// message, not two.
 namespace {
 
 // Shadow endpoints may be shared by several threads of one fragment (leaders of
 // different exchanges); ShadowLock serializes the calls that touch the endpoint's
 // state (starting sends, posting receives) - never a wait, which could deadlock.
-void start_send(Endpoint* ep, int dest, int tag, const std::string& data, const uint64_t* len,
+// `head` must stay valid until reqs[0] completes.
+void start_send(Endpoint* ep, int dest, int tag, const std::string& data, HiddenHead* head,
                 Request** reqs) {
   ShadowLock lock(ep->comm);
   const TypeInfo ti = byte_info();
+  head->len = data.size();
+  const bool inline_data = data.size() <= HiddenHead::kInline;
+  if (inline_data && !data.empty()) std::memcpy(head->data, data.data(), data.size());
   reqs[1] = nullptr;
-  send(len, 8, MPI_BYTE, ti, dest, tag, ep, SendMode::kStandard, &reqs[0], kCall);
-  if (!data.empty()) {
+  const int head_bytes = 8 + (inline_data ? static_cast<int>(data.size()) : 0);
+  send(head, head_bytes, MPI_BYTE, ti, dest, tag, ep, SendMode::kStandard, &reqs[0], kCall);
+  if (!inline_data) {
     send(data.data(), static_cast<int>(data.size()), MPI_BYTE, ti, dest, tag, ep,
          SendMode::kStandard, &reqs[1], kCall);
   }
+}
+
+// A head arrived: true (and *out filled) if it carried the whole message.
+bool take_inline(const HiddenHead& head, std::string* out) {
+  if (head.len > HiddenHead::kInline) return false;
+  out->assign(head.data, static_cast<size_t>(head.len));
+  return true;
 }
 
 void finish_requests(Request** reqs, int n) {
@@ -56,29 +72,29 @@ void finish_requests(Request** reqs, int n) {
 Endpoint* shadow_of(Endpoint* ep) { return ep->comm->coll->local[ep->local_index].get(); }
 
 void send_on_shadow(Endpoint* sep, int dest, int tag, const std::string& data) {
-  uint64_t len = data.size();
+  HiddenHead head;
   Request* reqs[2];
-  start_send(sep, dest, tag, data, &len, reqs);
+  start_send(sep, dest, tag, data, &head, reqs);
   finish_requests(reqs, 2);
 }
 
 std::string recv_on_shadow(Endpoint* ep, int source, int tag) {
   const TypeInfo ti = byte_info();
-  uint64_t len = 0;
+  HiddenHead head;
   Request* r = nullptr;
   {
     ShadowLock lock(ep->comm);
-    r = post_recv(&len, 8, MPI_BYTE, ti, source, tag, ep);
+    r = post_recv(&head, sizeof(head), MPI_BYTE, ti, source, tag, ep);
   }
   finish_requests(&r, 1);
-  std::string out(static_cast<size_t>(len), '\0');
-  if (len > 0) {
-    {
-      ShadowLock lock(ep->comm);
-      r = post_recv(out.data(), static_cast<int>(len), MPI_BYTE, ti, source, tag, ep);
-    }
-    finish_requests(&r, 1);
+  std::string out;
+  if (take_inline(head, &out)) return out;
+  out.resize(static_cast<size_t>(head.len));
+  {
+    ShadowLock lock(ep->comm);
+    r = post_recv(out.data(), static_cast<int>(head.len), MPI_BYTE, ti, source, tag, ep);
   }
+  finish_requests(&r, 1);
   return out;
 }
 
@@ -95,9 +111,9 @@ std::string recv_hidden(Endpoint* ep, int source, int tag) {
 std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
                             int source, int rtag) {
   Endpoint* sep = shadow_of(ep);
-  uint64_t len = data.size();
+  HiddenHead head;
   Request* reqs[2];
-  start_send(sep, dest, stag, data, &len, reqs);
+  start_send(sep, dest, stag, data, &head, reqs);
   std::string out = recv_on_shadow(sep, source, rtag);
   finish_requests(reqs, 2);
   return out;
@@ -203,8 +219,8 @@ void barrier(Endpoint* ep) {
 }
 
 HiddenSend::HiddenSend(Endpoint* sep, int dest, int tag, std::string data)
-    : len_(data.size()), data_(std::move(data)) {
-  start_send(sep, dest, tag, data_, &len_, reqs_);
+    : data_(std::move(data)) {
+  start_send(sep, dest, tag, data_, &head_, reqs_);
 }
 
 HiddenSend::~HiddenSend() {
@@ -222,7 +238,7 @@ bool HiddenSend::test() {
 
 HiddenRecv::HiddenRecv(Endpoint* sep, int source, int tag) : ep_(sep), source_(source), tag_(tag) {
   ShadowLock lock(ep_->comm);
-  req_ = post_recv(&len_, 8, MPI_BYTE, byte_info(), source_, tag_, ep_);
+  req_ = post_recv(&head_, sizeof(head_), MPI_BYTE, byte_info(), source_, tag_, ep_);
 }
 
 HiddenRecv::~HiddenRecv() {
@@ -234,11 +250,12 @@ bool HiddenRecv::test() {
   if (!request_done(req_)) return false;
   request_unref(req_);
   req_ = nullptr;
-  if (have_len_ || len_ == 0) return true;
+  if (have_len_ || take_inline(head_, &data_)) return true;
   have_len_ = true;
-  data_.resize(static_cast<size_t>(len_));
+  data_.resize(static_cast<size_t>(head_.len));
   ShadowLock lock(ep_->comm);
-  req_ = post_recv(data_.data(), static_cast<int>(len_), MPI_BYTE, byte_info(), source_, tag_, ep_);
+  req_ = post_recv(data_.data(), static_cast<int>(head_.len), MPI_BYTE, byte_info(), source_,
+                   tag_, ep_);
   return false;
 }
 

@@ -53,6 +53,14 @@ std::string recv_hidden(Endpoint* ep, int source, int tag);
 std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
                             int source, int rtag);
 
+// The first part of a hidden message (see exchange.cc): its length and, when it is at
+// most kInline bytes, the message itself.
+struct HiddenHead {
+  static constexpr size_t kInline = 248;
+  uint64_t len = 0;
+  char data[kInline];
+};
+
 // Nonblocking hidden messages on a *shadow* endpoint (CommShared::coll).  The
 // constructors start the transfer (taking the shadow lock briefly); test() only
 // looks (progress is the engine's), and is called by one thread at a time.
@@ -65,7 +73,7 @@ class HiddenSend {
   bool test();
 
  private:
-  uint64_t len_;
+  HiddenHead head_;  // sent from here (must outlive reqs_[0])
   std::string data_;
   Request* reqs_[2] = {nullptr, nullptr};
 };
@@ -82,7 +90,7 @@ class HiddenRecv {
  private:
   Endpoint* ep_;
   int source_, tag_;
-  uint64_t len_ = 0;
+  HiddenHead head_;  // received here first
   bool have_len_ = false;
   std::string data_;
   Request* req_ = nullptr;
