@@ -20,6 +20,7 @@
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
+#include "runtime/exchange.h"
 #include "runtime/grequest.h"
 #include "runtime/p2p.h"
 #include "runtime/request.h"
@@ -348,6 +349,7 @@ int EP_Finalize(void) {
   EP_CHECK_INIT("EP_Finalize");
   int err = ep::runtime::runtime_finalize();
   ep::collectives::release_scratch();  // no collective runs any more
+  ep::runtime::release_blobs();
   return err;
 }
 

@@ -12,6 +12,7 @@
 
 #include "ep/ep.h"
 #include "runtime/exchange.h"
+#include "runtime/reduce.h"
 #include "runtime/runtime.h"
 #include "runtime/team.h"
 
@@ -167,8 +168,11 @@ class TypedBuffer {
   char* base_;
 };
 
-// acc = x op acc, element-wise; large buffers in parallel chunks.
-void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
+// Runs chunk(b, e) over [0, count) elements: shared with a helper team's waiting
+// members if the starter has one (the TBB pool is not theirs), else in parallel oneTBB
+// chunks when large, else at once.
+template <class Chunk>
+void reduction_chunks(int count, const OpArgs& a, Chunk&& chunk) {
   if (count == 0) return;
   const int64_t bytes = a.ti.size * count;
 #if defined(EP_SANITIZER_THREAD)
@@ -178,23 +182,52 @@ void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
 #else
   const bool parallel = true;
 #endif
-  // Helper team first: its waiting members take chunks (the TBB pool is not theirs).
-  if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
-        MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
-                         a.op);
-      }, runtime::TeamShare::kIfWaiting)) {
-    return;
-  }
+  if (team_chunks(a.team, count, a.ti, chunk, runtime::TeamShare::kIfWaiting)) return;
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {
-    MPI_Reduce_local(x, acc, count, a.type, a.op);
+    chunk(0, count);
     return;
   }
   const int64_t grain = std::max<int64_t>(1, kParallelBytes / 4 / a.ti.size);
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, count, grain),
-                    [&](const tbb::blocked_range<int64_t>& r) {
-                      MPI_Reduce_local(elem(x, r.begin(), a.ti), elem(acc, r.begin(), a.ti),
-                                       static_cast<int>(r.size()), a.type, a.op);
-                    });
+                    [&](const tbb::blocked_range<int64_t>& r) { chunk(r.begin(), r.end()); });
+}
+
+// acc = x op acc, element-wise.  Predefined ops on predefined types run in libep's
+// vectorized loops (runtime/reduce.h), the rest in MPI_Reduce_local.
+void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
+  reduction_chunks(count, a, [&](int64_t b, int64_t e) {
+    if (!runtime::reduce_builtin(elem(x, b, a.ti), elem(acc, b, a.ti), e - b, a.type, a.op)) {
+      MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
+                       a.op);
+    }
+  });
+}
+
+void copy_n(const void* src, void* dst, int count, const OpArgs& a);
+
+// out = x op y in one pass where libep's loops apply (else a copy and a reduction);
+// `out` is apart from both.
+void combine_into(const void* x, const void* y, void* out, int count, const OpArgs& a) {
+  if (!runtime::reduce_builtin3(x, y, out, 0, a.type, a.op)) {  // not covered: two passes
+    copy_n(y, out, count, a);
+    reduce_into(x, out, count, a);
+    return;
+  }
+  reduction_chunks(count, a, [&](int64_t b, int64_t e) {
+    runtime::reduce_builtin3(elem(x, b, a.ti), elem(y, b, a.ti), elem(out, b, a.ti), e - b,
+                             a.type, a.op);
+  });
+}
+
+// out = x0 op (x1 op (... op x(n-1))) for n >= 1 inputs, out apart from all of them.
+void reduce_all(const std::vector<const void*>& xs, void* out, int count, const OpArgs& a) {
+  const int n = static_cast<int>(xs.size());
+  if (n == 1) {
+    copy_n(xs[0], out, count, a);
+    return;
+  }
+  combine_into(xs[n - 2], xs[n - 1], out, count, a);
+  for (int i = n - 3; i >= 0; --i) reduce_into(xs[i], out, count, a);
 }
 
 void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
@@ -267,7 +300,12 @@ class ReduceOp final : public CollOp {
     pattern = kind_ == Kind::kReduce ? Pattern::kGather : Pattern::kAllgather;
     root_frag = kind_ == Kind::kReduce ? c->frag_of[args.root] : 0;
     ordered_ = commutative(args.op) || c->grouped;
-    if (ordered_) {  // this fragment's partial, in rank order
+    if (ordered_ && args.ti.contiguous) {  // the partial, combined straight into the blob
+      out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
+      std::vector<const void*> xs;
+      for (const Part& p : parts) xs.push_back(input_of(p));
+      reduce_all(xs, typed(out), args.count, args);
+    } else if (ordered_) {  // this fragment's partial, in rank order
       TypedBuffer acc(args.count, args.type);
       copy_n(input_of(parts.back()), acc.get(), args.count, args);
       for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
@@ -282,6 +320,10 @@ class ReduceOp final : public CollOp {
   }
   void finish() override {
     if (kind_ == Kind::kReduce && c->my_frag != root_frag) return;
+    if (ordered_ && args.ti.contiguous && kind_ != Kind::kReduceScatter) {
+      finish_in_place();
+      return;
+    }
     TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
     if (ordered_) {
       const int n = static_cast<int>(in.size());
@@ -313,6 +355,30 @@ class ReduceOp final : public CollOp {
   }
 
  private:
+  // The blobs are the fragments' partials in packed = typed layout (contiguous type):
+  // combine them in fragment order straight into the first output buffer, without
+  // scratch, then copy that to the other outputs.
+  void finish_in_place() {
+    void* target = nullptr;
+    for (Part& p : parts) {
+      if (kind_ == Kind::kAllreduce || p.rank == args.root) {
+        target = p.rbuf;
+        break;
+      }
+    }
+    if (target == nullptr || args.count == 0) return;
+    std::vector<const void*> xs;
+    for (std::string& blob : in) xs.push_back(typed(blob));
+    reduce_all(xs, target, args.count, args);
+    for (Part& p : parts) {
+      if (p.rbuf != target && (kind_ == Kind::kAllreduce || p.rank == args.root)) {
+        copy_n(target, p.rbuf, args.count, args);
+      }
+    }
+  }
+  // A blob of packed elements of a contiguous type, addressed as a typed buffer.
+  void* typed(std::string& blob) const { return blob.data() - args.ti.true_lb; }
+
   Kind kind_;
   bool ordered_ = true;
 };

@@ -19,9 +19,9 @@ struct FragState {
 // Fragments with active operations.  A fragment enters in run() and leaves in poll()
 // (on the baton holder) once it has none; CommShared::coll_active is 1 meanwhile, so
 // the fragment is not deleted (runtime's retire() also runs on the baton holder).
-std::mutex g_mu;                   // guards g_frags and lazy FragState creation
+std::mutex g_mu;  // guards g_frags and lazy FragState creation
 std::vector<CommShared*> g_frags;
-std::atomic<int> g_nfrags{0};      // g_frags.size(), a hint for poll()
+std::atomic<int> g_nfrags{0};  // g_frags.size(), a hint for poll()
 
 FragState* state_of(CommShared* c) {
   std::lock_guard<std::mutex> lock(g_mu);
@@ -44,6 +44,14 @@ void post_send(CollOp& op, int frag, std::string data) {
                                                            op.tag, std::move(data)));
 }
 
+// Sends op.out, which the op keeps (it is also this fragment's own input to finish):
+// shared, not copied.  The op outlives its sends (round_done drops them first).
+void post_send_out(CollOp& op, int frag) {
+  const std::string* shared = &op.out;
+  op.sends.push_back(
+      std::make_unique<runtime::HiddenSend>(leader(op), leader_rank(op, frag), op.tag, shared));
+}
+
 void post_recv(CollOp& op, int frag) {
   op.recvs.push_back(
       std::make_unique<runtime::HiddenRecv>(leader(op), leader_rank(op, frag), op.tag));
@@ -61,7 +69,7 @@ bool post_round(CollOp& op) {
       for (int f = 0; f < n; ++f) {
         if (f == me) continue;
         post_recv(op, f);
-        post_send(op, f, op.out);
+        post_send_out(op, f);
       }
       return true;
     case Pattern::kGather:
@@ -101,7 +109,7 @@ bool post_round(CollOp& op) {
         return true;
       }
       if (op.round == 1) {  // forward to the children
-        for (int ch : children) post_send(op, ch, op.out);
+        for (int ch : children) post_send_out(op, ch);
         return true;
       }
       return false;
@@ -122,7 +130,7 @@ bool round_done(CollOp& op) {
     op.in[op.recv_from[i]] = std::move(op.recvs[i]->data());
   }
   if (op.pattern == Pattern::kBcast && op.round == 0 && !op.recvs.empty()) {
-    op.out = op.in[op.recv_from[0]];  // what we forward
+    op.out = std::move(op.in[op.recv_from[0]]);  // what we forward (and finish reads)
   }
   op.sends.clear();
   op.recvs.clear();
@@ -141,7 +149,7 @@ void finish_op(CollOp& op) {
   } else if (op.pattern == Pattern::kAlltoall) {
     op.in[me] = std::move(op.out_for[me]);
   } else if (op.pattern == Pattern::kBcast) {
-    op.in[op.root_frag] = op.out;
+    op.in[op.root_frag] = std::move(op.out);  // the sends of it are done
   } else if (op.pattern != Pattern::kScatter) {
     op.in[me] = std::move(op.out);
   }
@@ -285,6 +293,10 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 
 CollOp::~CollOp() {
   if (args.team != nullptr) args.team->unref();
+  // Large blobs go back for the next operation (runtime/exchange.h).
+  runtime::give_blob(std::move(out));
+  for (std::string& b : in) runtime::give_blob(std::move(b));
+  for (std::string& b : out_for) runtime::give_blob(std::move(b));
 }
 
 void install() { runtime::runtime()->engine.set_pass_hook(&poll); }

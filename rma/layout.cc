@@ -6,7 +6,16 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "runtime/reduce.h"
+
 namespace ep::rma {
+
+using runtime::is_complex;
+using runtime::is_floating;
+using runtime::is_integer;
+using runtime::is_logical;
+using runtime::is_pair;
+
 namespace {
 
 int combiner_of(MPI_Datatype t) {
@@ -142,28 +151,6 @@ class Flattener {
   const char* why_ = "";
 };
 
-bool one_of(MPI_Datatype t, std::initializer_list<MPI_Datatype> list) {
-  return std::find(list.begin(), list.end(), t) != list.end();
-}
-
-bool is_integer(MPI_Datatype t) {
-  return one_of(t, {MPI_INT,         MPI_LONG,          MPI_SHORT,         MPI_UNSIGNED_SHORT,
-                    MPI_UNSIGNED,    MPI_UNSIGNED_LONG, MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG,
-                    MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_INT8_T,        MPI_INT16_T,
-                    MPI_INT32_T,     MPI_INT64_T,       MPI_UINT8_T,       MPI_UINT16_T,
-                    MPI_UINT32_T,    MPI_UINT64_T,      MPI_AINT,          MPI_OFFSET,
-                    MPI_COUNT});
-}
-bool is_floating(MPI_Datatype t) { return one_of(t, {MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE}); }
-bool is_logical(MPI_Datatype t) { return one_of(t, {MPI_C_BOOL, MPI_CXX_BOOL}); }
-bool is_complex(MPI_Datatype t) {
-  return one_of(t, {MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX});
-}
-bool is_pair(MPI_Datatype t) {
-  return one_of(t, {MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT,
-                    MPI_LONG_DOUBLE_INT});
-}
-
 // The block holding stream position `a` (blocks are sorted by pos).
 size_t find_block(const Layout& l, int64_t a) {
   auto it = std::upper_bound(l.blocks.begin(), l.blocks.end(), a,
@@ -243,92 +230,9 @@ bool op_allows(MPI_Op op, MPI_Datatype t) {
 
 bool cas_allows(MPI_Datatype t) { return is_integer(t) || is_logical(t) || t == MPI_BYTE; }
 
-namespace {
-
-// target[i] = in[i] (op) target[i] for the common predefined ops and element types, in
-// libep's own code: no MPI call (no MPICH lock in the progress engine's handler) and
-// visible to ThreadSanitizer.  False for anything else (MPI_Reduce_local does it).
-template <class T>
-bool reduce_typed(const char* in, char* target, int64_t n, MPI_Op op) {
-  T* t = reinterpret_cast<T*>(target);
-  const T* x = reinterpret_cast<const T*>(in);
-  auto each = [&](auto f) {
-    for (int64_t i = 0; i < n; ++i) {
-      T a, b;
-      std::memcpy(&a, x + i, sizeof(T));  // window memory need not be aligned
-      std::memcpy(&b, t + i, sizeof(T));
-      b = f(a, b);
-      std::memcpy(t + i, &b, sizeof(T));
-    }
-  };
-  // Integer sums and products wrap: computed in uint64_t (no signed overflow, and no
-  // promotion of narrow unsigned types to int).
-  using Arith = std::conditional_t<std::is_integral_v<T>, uint64_t, T>;
-  if (op == MPI_SUM) {
-    each([](T a, T b) { return static_cast<T>(static_cast<Arith>(a) + static_cast<Arith>(b)); });
-  } else if (op == MPI_PROD) {
-    each([](T a, T b) { return static_cast<T>(static_cast<Arith>(a) * static_cast<Arith>(b)); });
-  } else if (op == MPI_MAX) {
-    each([](T a, T b) { return a > b ? a : b; });
-  } else if (op == MPI_MIN) {
-    each([](T a, T b) { return a < b ? a : b; });
-  } else if (op == MPI_LAND) {
-    each([](T a, T b) { return static_cast<T>((a != 0) && (b != 0)); });
-  } else if (op == MPI_LOR) {
-    each([](T a, T b) { return static_cast<T>((a != 0) || (b != 0)); });
-  } else if (op == MPI_LXOR) {
-    each([](T a, T b) { return static_cast<T>((a != 0) != (b != 0)); });
-  } else if constexpr (std::is_integral_v<T>) {
-    if (op == MPI_BAND) {
-      each([](T a, T b) { return static_cast<T>(a & b); });
-    } else if (op == MPI_BOR) {
-      each([](T a, T b) { return static_cast<T>(a | b); });
-    } else if (op == MPI_BXOR) {
-      each([](T a, T b) { return static_cast<T>(a ^ b); });
-    } else {
-      return false;
-    }
-  } else {
-    return false;
-  }
-  return true;
-}
-
-// The C type behind a predefined integer or floating MPI type, by size and kind.
-bool reduce_builtin(const char* in, char* target, int64_t n, MPI_Datatype t, MPI_Op op) {
-  if (is_floating(t) && t != MPI_LONG_DOUBLE) {
-    return t == MPI_FLOAT ? reduce_typed<float>(in, target, n, op)
-                          : reduce_typed<double>(in, target, n, op);
-  }
-  if (!is_integer(t)) return false;
-  int size = 0;
-  MPI_Type_size(t, &size);
-  const bool is_unsigned =
-      one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
-                 MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});
-  switch (size) {
-    case 1:
-      return is_unsigned ? reduce_typed<uint8_t>(in, target, n, op)
-                         : reduce_typed<int8_t>(in, target, n, op);
-    case 2:
-      return is_unsigned ? reduce_typed<uint16_t>(in, target, n, op)
-                         : reduce_typed<int16_t>(in, target, n, op);
-    case 4:
-      return is_unsigned ? reduce_typed<uint32_t>(in, target, n, op)
-                         : reduce_typed<int32_t>(in, target, n, op);
-    case 8:
-      return is_unsigned ? reduce_typed<uint64_t>(in, target, n, op)
-                         : reduce_typed<int64_t>(in, target, n, op);
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op op) {
   if (op == MPI_NO_OP || n <= 0) return;
-  if (op != MPI_REPLACE && reduce_builtin(in, target, n, basic, op)) return;
+  if (op != MPI_REPLACE && runtime::reduce_builtin(in, target, n, basic, op)) return;
   MPI_Aint lb = 0, extent = 0;
   MPI_Type_get_extent(basic, &lb, &extent);
   if (op == MPI_REPLACE) {  // the last element ends at its true extent, not its extent

@@ -1,5 +1,8 @@
 #include "runtime/exchange.h"
 
+#include <algorithm>
+#include <mutex>
+
 #include "runtime/datatype.h"
 #include "runtime/p2p.h"
 #include "runtime/runtime.h"
@@ -18,6 +21,50 @@ TypeInfo byte_info() {
 constexpr const char* kCall = "libep internal exchange";
 
 }  // namespace
+
+namespace {
+std::mutex g_blob_mu;
+std::vector<std::string>* g_blobs = new std::vector<std::string>;  // guarded; never freed
+}  // namespace
+
+std::string take_blob(size_t bytes) {
+  if (bytes >= kMinBlob) {
+    std::lock_guard<std::mutex> lock(g_blob_mu);
+    // The smallest kept string that is large enough.
+    size_t best = g_blobs->size();
+    for (size_t i = 0; i < g_blobs->size(); ++i) {
+      const size_t n = (*g_blobs)[i].capacity();
+      if (n >= bytes && (best == g_blobs->size() || n < (*g_blobs)[best].capacity())) best = i;
+    }
+    if (best != g_blobs->size()) {
+      std::string s = std::move((*g_blobs)[best]);
+      g_blobs->erase(g_blobs->begin() + static_cast<std::ptrdiff_t>(best));
+      s.resize(bytes);  // no reallocation; fills only beyond its last size
+      return s;
+    }
+  }
+  return std::string(bytes, '\0');
+}
+
+void give_blob(std::string&& blob) {
+  if (blob.capacity() < kMinBlob) return;
+  std::lock_guard<std::mutex> lock(g_blob_mu);
+  if (g_blobs->size() == kBlobsKept) {  // replace the smallest, if this one is larger
+    auto it = std::min_element(
+        g_blobs->begin(), g_blobs->end(),
+        [](const std::string& a, const std::string& b) { return a.capacity() < b.capacity(); });
+    if (it->capacity() >= blob.capacity()) return;
+    *it = std::move(blob);
+    return;
+  }
+  g_blobs->push_back(std::move(blob));
+}
+
+void release_blobs() {
+  std::lock_guard<std::mutex> lock(g_blob_mu);
+  g_blobs->clear();
+  g_blobs->shrink_to_fit();
+}
 
 int hidden_tag(Endpoint* ep) {
   uint32_t n = ep->coll_seq++ & ((1u << 27) - 1);
@@ -108,8 +155,8 @@ std::string recv_hidden(Endpoint* ep, int source, int tag) {
   return recv_on_shadow(shadow_of(ep), source, tag);
 }
 
-std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
-                            int source, int rtag) {
+std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data, int source,
+                            int rtag) {
   Endpoint* sep = shadow_of(ep);
   HiddenHead head;
   Request* reqs[2];
@@ -166,20 +213,20 @@ std::vector<std::string> frag_allgather(CommShared* c, int tag, std::string mine
   return out;
 }
 
-
 std::shared_ptr<void> bcast(Endpoint* ep, int root, std::string data, const BcastPost& post) {
   CommShared* c = ep->comm;
   const int tag = hidden_tag(ep);
   const int root_frag = c->frag_of[root];
   const int root_local = c->addr[root].local;
-  return c->local_round(ep->local_index, std::move(data),
-                        [c, tag, root_frag, root_local, &post](std::vector<std::string>& contrib) {
-    std::string blob;
-    if (root_frag == c->my_frag) blob = std::move(contrib[root_local]);
-    auto out = std::make_shared<std::string>(frag_bcast(c, tag, root_frag, std::move(blob)));
-    if (post) return post(*out);
-    return std::static_pointer_cast<void>(out);
-  });
+  return c->local_round(
+      ep->local_index, std::move(data),
+      [c, tag, root_frag, root_local, &post](std::vector<std::string>& contrib) {
+        std::string blob;
+        if (root_frag == c->my_frag) blob = std::move(contrib[root_local]);
+        auto out = std::make_shared<std::string>(frag_bcast(c, tag, root_frag, std::move(blob)));
+        if (post) return post(*out);
+        return std::static_pointer_cast<void>(out);
+      });
 }
 
 std::string bcast(Endpoint* ep, int root, std::string data) {
@@ -189,8 +236,8 @@ std::string bcast(Endpoint* ep, int root, std::string data) {
 std::vector<std::string> allgather(Endpoint* ep, std::string mine) {
   CommShared* c = ep->comm;
   const int tag = hidden_tag(ep);
-  auto all = std::static_pointer_cast<std::vector<std::string>>(c->local_round(
-      ep->local_index, std::move(mine), [c, tag](std::vector<std::string>& contrib) {
+  auto all = std::static_pointer_cast<std::vector<std::string>>(
+      c->local_round(ep->local_index, std::move(mine), [c, tag](std::vector<std::string>& contrib) {
         BlobWriter w;
         for (const std::string& s : contrib) w.put_bytes(s);
         std::vector<std::string> frags = frag_allgather(c, tag, w.take());
@@ -223,10 +270,15 @@ HiddenSend::HiddenSend(Endpoint* sep, int dest, int tag, std::string data)
   start_send(sep, dest, tag, data_, &head_, reqs_);
 }
 
+HiddenSend::HiddenSend(Endpoint* sep, int dest, int tag, const std::string* shared) {
+  start_send(sep, dest, tag, *shared, &head_, reqs_);
+}
+
 HiddenSend::~HiddenSend() {
   for (Request* r : reqs_) {
     if (r != nullptr) request_unref(r);
   }
+  give_blob(std::move(data_));
 }
 
 bool HiddenSend::test() {
@@ -252,10 +304,10 @@ bool HiddenRecv::test() {
   req_ = nullptr;
   if (have_len_ || take_inline(head_, &data_)) return true;
   have_len_ = true;
-  data_.resize(static_cast<size_t>(head_.len));
+  data_ = take_blob(static_cast<size_t>(head_.len));
   ShadowLock lock(ep_->comm);
-  req_ = post_recv(data_.data(), static_cast<int>(head_.len), MPI_BYTE, byte_info(), source_,
-                   tag_, ep_);
+  req_ = post_recv(data_.data(), static_cast<int>(head_.len), MPI_BYTE, byte_info(), source_, tag_,
+                   ep_);
   return false;
 }
 

@@ -50,8 +50,8 @@ int hidden_tag(Endpoint* ep);
 void send_hidden(Endpoint* ep, int dest, int tag, const std::string& data);
 std::string recv_hidden(Endpoint* ep, int source, int tag);
 // Send to `dest` and receive from `source` at once (no deadlock for large data).
-std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data,
-                            int source, int rtag);
+std::string sendrecv_hidden(Endpoint* ep, int dest, int stag, const std::string& data, int source,
+                            int rtag);
 
 // The first part of a hidden message (see exchange.cc): its length and, when it is at
 // most kInline bytes, the message itself.
@@ -67,14 +67,16 @@ struct HiddenHead {
 class HiddenSend {
  public:
   HiddenSend(Endpoint* shadow_ep, int dest, int tag, std::string data);
+  // Sends *shared without copying it: it must outlive the send (until test() is true).
+  HiddenSend(Endpoint* shadow_ep, int dest, int tag, const std::string* shared);
   ~HiddenSend();
-  HiddenSend(const HiddenSend&) = delete;
+  HiddenSend(const HiddenSend&) = delete;  // ~HiddenSend gives the data back (give_blob)
   HiddenSend& operator=(const HiddenSend&) = delete;
   bool test();
 
  private:
-  HiddenHead head_;  // sent from here (must outlive reqs_[0])
-  std::string data_;
+  HiddenHead head_;   // sent from here (must outlive reqs_[0])
+  std::string data_;  // owned data (empty when shared)
   Request* reqs_[2] = {nullptr, nullptr};
 };
 
@@ -85,7 +87,7 @@ class HiddenRecv {
   HiddenRecv(const HiddenRecv&) = delete;
   HiddenRecv& operator=(const HiddenRecv&) = delete;
   bool test();
-  std::string& data() { return data_; }
+  std::string& data() { return data_; }  // a take_blob string once test() is true
 
  private:
   Endpoint* ep_;
@@ -114,6 +116,20 @@ std::string bcast(Endpoint* ep, int root, std::string data);
 std::vector<std::string> allgather(Endpoint* ep, std::string mine);
 // Returns when every endpoint of the communicator has entered.
 void barrier(Endpoint* ep);
+
+// Large blobs are recycled: a fresh multi-MiB string costs a page fault per 4 KiB and
+// a zero fill on first touch, more than the copies that use it.  take_blob returns a
+// string of `bytes` bytes with unspecified contents (a kept one with at least that
+// capacity when there is one: resizing it does not reallocate, and fills only beyond
+// its last size); give_blob offers one back (kept if its capacity is at least
+// kMinBlob, within kBlobsKept strings).
+// Thread-safe.
+constexpr size_t kMinBlob = 64 * 1024;
+constexpr size_t kBlobsKept = 8;
+std::string take_blob(size_t bytes);
+void give_blob(std::string&& blob);
+// Frees the kept blobs (EP_Finalize).
+void release_blobs();
 
 // Small helpers for the byte blobs exchanged above.
 class BlobWriter {
