@@ -34,37 +34,46 @@ struct Envelope;
 class BsendBuffer;
 
 // A unit of work for an endpoint's matcher (see matching.h).
+// The fields a matcher reads while it scans the posted list come first (one cache line
+// with the receive's description, see Request).
 struct MatchOp {
   enum Kind : uint8_t { kRecv, kProbe, kMprobe, kCancel };
   Kind kind = kRecv;
   int source = 0;
   int tag = 0;
+  MatchOp* next = nullptr;           // matcher's private list link
   struct Request* req = nullptr;     // kRecv, kCancel
   std::atomic<uint32_t> done{0};     // probes/cancel: release by matcher, acquire by poster
   bool found = false;                // probe/mprobe/cancel result
-  EP_Status status{};                // probe result
   Envelope* env = nullptr;           // mprobe result
-  MatchOp* next = nullptr;           // matcher's private list link
+  EP_Status status{};                // probe result
 };
 
 enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
 
-struct Request final : progress::Completion {
+// Cache lines: a sender of this process that matches a posted receive in place touches
+// only the first two lines of its Request (64-byte aligned): line 0 holds what the
+// completion writes and the waiter reads (state, refs, status) and the buffer; line 1
+// the type description and the hot part of the MatchOp.  Each line costs a transfer
+// between cores, so this layout is part of the local latency.
+struct alignas(64) Request final : progress::Completion {
   static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2;
 
+  // Line 0 (after the vtable pointer).
   std::atomic<uint32_t> state{kPending};
   std::atomic<int> refs{2};
   RequestKind kind = RequestKind::kSend;
-  EP_Status status{};
+  bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
   // Receive description (kRecv); the matcher reads these.
-  void* buf = nullptr;
   int count = 0;
+  void* buf = nullptr;
   MPI_Datatype type = MPI_BYTE;
+  EP_Status status{};
+  // Line 1.
   TypeInfo ti;
   MatchOp op;  // the receive's post in the matcher; op.req == this
   Endpoint* owner = nullptr;  // the receiving endpoint (for cancel)
   EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
-  bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
   // Truncated rendezvous receive: the payload lands here first (error path only).
   char* drain_buf = nullptr;
   int64_t drain_bytes = 0;
