@@ -24,12 +24,14 @@ std::vector<CommShared*> g_frags;
 std::atomic<int> g_nfrags{0};  // g_frags.size(), a hint for poll()
 
 FragState* state_of(CommShared* c) {
+  // acquire: pairs with the release store below (the FragState is fully built).
+  if (void* s = c->coll_state.load(std::memory_order_acquire)) return static_cast<FragState*>(s);
   std::lock_guard<std::mutex> lock(g_mu);
-  if (c->coll_state == nullptr) {
-    c->coll_state = new FragState;
+  if (c->coll_state.load(std::memory_order_relaxed) == nullptr) {  // relaxed: under g_mu
     c->coll_state_free = [](void* p) { delete static_cast<FragState*>(p); };
+    c->coll_state.store(new FragState, std::memory_order_release);
   }
-  return static_cast<FragState*>(c->coll_state);
+  return static_cast<FragState*>(c->coll_state.load(std::memory_order_relaxed));
 }
 
 int nfrags(const CollOp& op) { return static_cast<int>(op.c->frag_leaders.size()); }
@@ -177,12 +179,14 @@ bool advance(FragState* fs) {
     return false;
   }
   bool progressed = false;
-  std::vector<CollOp*> ops;
+  // Scratch reused by this thread: no allocation in the passes of a waiting thread.
+  thread_local std::vector<CollOp*> ops, done;
+  ops.clear();
+  done.clear();
   {
     std::lock_guard<std::mutex> lock(fs->mu);
     for (auto& op : fs->active) ops.push_back(op.get());
   }
-  std::vector<CollOp*> done;
   for (CollOp* op : ops) {
     if (step(*op, &progressed)) done.push_back(op);
   }
@@ -203,14 +207,15 @@ bool advance(FragState* fs) {
 bool poll(bool* pending) {
   // relaxed: a hint; a fragment registered after this load is polled by the next pass.
   if (g_nfrags.load(std::memory_order_relaxed) == 0) return false;
-  std::vector<CommShared*> frags;
+  // Only the baton holder polls (one pass at a time): one scratch vector will do.
+  static std::vector<CommShared*>* frags = new std::vector<CommShared*>;  // never freed
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    frags = g_frags;
+    frags->assign(g_frags.begin(), g_frags.end());
   }
   bool progressed = false;
-  for (CommShared* c : frags) {
-    auto* fs = static_cast<FragState*>(c->coll_state);
+  for (CommShared* c : *frags) {
+    auto* fs = static_cast<FragState*>(c->coll_state.load(std::memory_order_acquire));
     progressed |= advance(fs);
     std::lock_guard<std::mutex> lock(fs->mu);
     if (!fs->active.empty()) {

@@ -98,7 +98,9 @@ class CommShared {
   // partial reductions per fragment may be combined in fragment order).
   bool grouped = true;
   // Collective operations of this fragment (collectives/engine.h); opaque here.
-  void* coll_state = nullptr;
+  // Created once under the collectives' own lock, then read lock-free: release store,
+  // acquire load (collectives/engine.cc).
+  std::atomic<void*> coll_state{nullptr};
   std::atomic<int> coll_active{0};  // started, unfinished collectives (retire waits)
   void (*coll_state_free)(void*) = nullptr;
   // Intercommunicators only:
@@ -117,7 +119,7 @@ class CommShared {
 
   CommShared() = default;
   ~CommShared() {
-    if (coll_state_free != nullptr) coll_state_free(coll_state);
+    if (coll_state_free != nullptr) coll_state_free(coll_state.load(std::memory_order_relaxed));
     delete coll;
   }
   CommShared(const CommShared&) = delete;
