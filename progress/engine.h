@@ -3,8 +3,9 @@
 // What it is: `Engine` runs the thread named "ep-progress" and owns all MPI traffic
 // of point-to-point: MPI_Improbe/MPI_Mrecv of incoming packets, MPI_Isend/MPI_Issend/
 // MPI_Irecv of submitted commands, and MPI_Testsome of everything outstanding.
-// Endpoint threads never call MPI themselves; they submit `Command`s through a
-// lock-free MPSC queue and learn of completion through `Completion` callbacks.
+// Endpoint threads call MPI only while they hold the baton (below); otherwise they
+// submit `Command`s through a lock-free MPSC queue (small packets through their
+// Outbox, outbox.h) and learn of completion through `Completion` callbacks.
 //
 // The progress baton.  One progress pass (drain commands, probe packets, test
 // requests) runs at a time, by whoever holds `baton_`: normally the progress thread.
@@ -13,12 +14,16 @@
 // with the baton, so it is still one serial owner of every MPI call, but a waiting
 // thread does not need two thread hand-offs per message.  While the baton is taken the
 // progress thread sleeps; it takes over again as soon as nobody else progresses, so
-// progress stays asynchronous.  Completion and PacketSink callbacks therefore run on
+// progress stays asynchronous.  A blocking send takes the baton only to start its own
+// packet (send_outbox), after the commands queued before it.  Sends that only free a
+// buffer when done are tested every kLazyTestPasses passes, not in every pass of a
+// waiter.  Completion and PacketSink callbacks therefore run on
 // whichever thread holds the baton.
 //
 // Two MPI communicators, both duplicates of MPI_COMM_WORLD made by start():
-//   packet comm: every packet (header + eager payload, or a rendezvous header), tag 0,
-//                received with MPI_Improbe(MPI_ANY_SOURCE) in arrival order;
+//   packet comm: every packet (header + eager payload, or a rendezvous header), tag
+//                kPacketTag, or bundles of them, tag kBundleTag; received with
+//                MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG) in arrival order;
 //   data comm:   rendezvous payloads, tag = a data tag the sender chose (< 2^27), so
 //                large payloads go straight from the sender's buffer into the
 //                receiver's buffer once the receiver has matched (no copy here).
