@@ -91,9 +91,12 @@ TEST_P(Coll, BcastFromEveryRoot) {
 
 // ---- Allreduce -----------------------------------------------------------------------------------
 
+// Sums and products wrap (two's complement), as MPI's and libep's do: computed unsigned,
+// since signed overflow is undefined (UBSAN reports it).
 long long fold(MPI_Op op, long long a, long long b) {
-  if (op == MPI_SUM) return a + b;
-  if (op == MPI_PROD) return a * b;
+  using U = unsigned long long;
+  if (op == MPI_SUM) return static_cast<long long>(static_cast<U>(a) + static_cast<U>(b));
+  if (op == MPI_PROD) return static_cast<long long>(static_cast<U>(a) * static_cast<U>(b));
   if (op == MPI_MIN) return std::min(a, b);
   if (op == MPI_MAX) return std::max(a, b);
   if (op == MPI_BAND) return a & b;
