@@ -56,8 +56,8 @@ std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo
   return out;
 }
 
-void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type,
-              const TypeInfo& ti, runtime::Team* team = nullptr) {
+void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+              runtime::Team* team = nullptr) {
   if (data.empty()) return;
   const char* in = data.data();
   // Chunks only for a whole payload (a short one unpacks whole elements only).
@@ -89,7 +89,8 @@ class ScratchPool {
       // The smallest block that fits.
       size_t best = blocks_.size();
       for (size_t i = 0; i < blocks_.size(); ++i) {
-        if (blocks_[i].cap >= bytes && (best == blocks_.size() || blocks_[i].cap < blocks_[best].cap)) {
+        if (blocks_[i].cap >= bytes &&
+            (best == blocks_.size() || blocks_[i].cap < blocks_[best].cap)) {
           best = i;
         }
       }
@@ -197,8 +198,7 @@ void reduction_chunks(int count, const OpArgs& a, Chunk&& chunk) {
 void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
   reduction_chunks(count, a, [&](int64_t b, int64_t e) {
     if (!runtime::reduce_builtin(elem(x, b, a.ti), elem(acc, b, a.ti), e - b, a.type, a.op)) {
-      MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
-                       a.op);
+      MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type, a.op);
     }
   });
 }
@@ -214,8 +214,8 @@ void combine_into(const void* x, const void* y, void* out, int count, const OpAr
     return;
   }
   reduction_chunks(count, a, [&](int64_t b, int64_t e) {
-    runtime::reduce_builtin3(elem(x, b, a.ti), elem(y, b, a.ti), elem(out, b, a.ti), e - b,
-                             a.type, a.op);
+    runtime::reduce_builtin3(elem(x, b, a.ti), elem(y, b, a.ti), elem(out, b, a.ti), e - b, a.type,
+                             a.op);
   });
 }
 
@@ -282,7 +282,8 @@ class BcastOp final : public CollOp {
   void start() override {
     pattern = Pattern::kBcast;
     root_frag = c->frag_of[args.root];
-    if (Part* r = part_of_rank(*this, args.root)) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    if (Part* r = part_of_rank(*this, args.root))
+      out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
   }
   void finish() override {
     const std::string& data = in[root_frag];
@@ -300,21 +301,21 @@ class ReduceOp final : public CollOp {
     pattern = kind_ == Kind::kReduce ? Pattern::kGather : Pattern::kAllgather;
     root_frag = kind_ == Kind::kReduce ? c->frag_of[args.root] : 0;
     ordered_ = commutative(args.op) || c->grouped;
-    if (ordered_ && args.ti.contiguous) {  // the partial, combined straight into the blob
-      out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
+    if (ordered_) {  // this fragment's partial, in rank order
       std::vector<const void*> xs;
       for (const Part& p : parts) xs.push_back(input_of(p));
-      reduce_all(xs, typed(out), args.count, args);
-    } else if (ordered_) {  // this fragment's partial, in rank order
-      TypedBuffer acc(args.count, args.type);
-      copy_n(input_of(parts.back()), acc.get(), args.count, args);
-      for (int i = static_cast<int>(parts.size()) - 2; i >= 0; --i) {
-        reduce_into(input_of(parts[i]), acc.get(), args.count, args);
+      if (args.ti.contiguous) {  // combined straight into the blob
+        out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
+        reduce_all(xs, typed(out), args.count, args);
+      } else {
+        TypedBuffer acc(args.count, args.type);
+        reduce_all(xs, acc.get(), args.count, args);
+        out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
       }
-      out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
     } else {  // every rank's input
       BlobWriter w;
-      for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      for (const Part& p : parts)
+        put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
       out = w.take();
     }
   }
@@ -393,8 +394,9 @@ class GatherOp final : public CollOp {
     BlobWriter w;
     for (const Part& p : parts) {
       if (p.sbuf == EP_IN_PLACE) {  // the block already sits in the receive buffer
-        put_ranked(w, p.rank, pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti),
-                                     p.rcounts[p.rank], p.rtype, p.rti));
+        put_ranked(
+            w, p.rank,
+            pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti), p.rcounts[p.rank], p.rtype, p.rti));
       } else {
         put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
       }
@@ -474,7 +476,8 @@ class AlltoallOp final : public CollOp {
         int dst = rd.get<int>();
         std::string b = rd.get_bytes();
         Part* p = part_of_rank(*this, dst);
-        if (p != nullptr) unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+        if (p != nullptr)
+          unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
       }
     }
   }
@@ -487,7 +490,8 @@ class ScanOp final : public CollOp {
   void start() override {
     pattern = Pattern::kAllgather;
     BlobWriter w;
-    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+    for (const Part& p : parts)
+      put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
     out = w.take();
   }
   void finish() override {
@@ -514,17 +518,26 @@ class ScanOp final : public CollOp {
 
 std::unique_ptr<CollOp> make_op(Kind kind) {
   switch (kind) {
-    case Kind::kBarrier: return std::make_unique<BarrierOp>();
-    case Kind::kBcast: return std::make_unique<BcastOp>();
+    case Kind::kBarrier:
+      return std::make_unique<BarrierOp>();
+    case Kind::kBcast:
+      return std::make_unique<BcastOp>();
     case Kind::kReduce:
     case Kind::kAllreduce:
-    case Kind::kReduceScatter: return std::make_unique<ReduceOp>(kind);
-    case Kind::kGather: return std::make_unique<GatherOp>(false);
-    case Kind::kAllgather: return std::make_unique<GatherOp>(true);
-    case Kind::kScatter: return std::make_unique<ScatterOp>();
-    case Kind::kAlltoall: return std::make_unique<AlltoallOp>();
-    case Kind::kScan: return std::make_unique<ScanOp>(false);
-    case Kind::kExscan: return std::make_unique<ScanOp>(true);
+    case Kind::kReduceScatter:
+      return std::make_unique<ReduceOp>(kind);
+    case Kind::kGather:
+      return std::make_unique<GatherOp>(false);
+    case Kind::kAllgather:
+      return std::make_unique<GatherOp>(true);
+    case Kind::kScatter:
+      return std::make_unique<ScatterOp>();
+    case Kind::kAlltoall:
+      return std::make_unique<AlltoallOp>();
+    case Kind::kScan:
+      return std::make_unique<ScanOp>(false);
+    case Kind::kExscan:
+      return std::make_unique<ScanOp>(true);
   }
   return nullptr;
 }
@@ -587,7 +600,8 @@ int inter_allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_D
   runtime::request_wait(r, runtime::runtime()->config.progress_policy);
   runtime::request_unref(r);
   std::string other;
-  if (ep->rank == 0) other = runtime::sendrecv_hidden(ep, 0, tag, pack_n(own.get(), count, type, ti), 0, tag);
+  if (ep->rank == 0)
+    other = runtime::sendrecv_hidden(ep, 0, tag, pack_n(own.get(), count, type, ti), 0, tag);
   unpack_n(runtime::bcast(lep, 0, std::move(other)), rbuf, count, type, ti);
   return EP_SUCCESS;
 }

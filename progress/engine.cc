@@ -201,16 +201,19 @@ void Engine::flush_outbox(Outbox* outbox) {
   outbox->take(&batches_);
   outbox->unref();  // the flush command's reference
   for (const Outbox::Batch& b : batches_) {
-    MPI_Request req = MPI_REQUEST_NULL;
-    int err = MPI_Isend(b.buf, static_cast<int>(b.len), MPI_BYTE, b.peer,
-                        b.bundle ? kBundleTag : kPacketTag, packet_comm_, &req);
+    send_owned(b.buf, b.len, b.peer, b.bundle ? kBundleTag : kPacketTag);
     Stats::bump(b.bundle ? stats_.bundles_sent : stats_.packets_sent);
-    if (err != MPI_SUCCESS) {
-      std::free(b.buf);  // like a lone packet that failed: nobody waits for it
-    } else {
-      track(req, nullptr, b.buf);
-    }
   }
+}
+
+void Engine::send_owned(char* buf, size_t len, int peer, int tag) {
+  MPI_Request req = MPI_REQUEST_NULL;
+  if (MPI_Isend(buf, static_cast<int>(len), MPI_BYTE, peer, tag, packet_comm_, &req) !=
+      MPI_SUCCESS) {
+    std::free(buf);  // like a lone packet that failed: nobody waits for it
+    return;
+  }
+  track(req, nullptr, buf);
 }
 
 void Engine::flush_bundle() {
@@ -225,16 +228,9 @@ void Engine::flush_bundle() {
       pos += record_size(c.len);
       std::free(c.buf);
     }
-    MPI_Request req = MPI_REQUEST_NULL;
-    int err = MPI_Isend(out, static_cast<int>(pos), MPI_BYTE, bundle_peer_, kBundleTag,
-                        packet_comm_, &req);
+    send_owned(out, pos, bundle_peer_, kBundleTag);
     Stats::bump(stats_.packets_sent, bundle_.size());
     Stats::bump(stats_.bundles_sent);
-    if (err != MPI_SUCCESS) {
-      std::free(out);  // like a lone packet that failed: nobody waits for it
-    } else {
-      track(req, nullptr, out);
-    }
   }
   bundle_.clear();
   bundle_bytes_ = 0;

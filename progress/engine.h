@@ -225,6 +225,8 @@ class Engine {
   // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
   void flush_bundle();
   void flush_outbox(Outbox* outbox);
+  // MPI_Isend of malloc'ed `buf` on the packet comm; freed once sent (or if it fails).
+  void send_owned(char* buf, size_t len, int peer, int tag);
   void deliver_bundle(int src, const char* data, size_t len);
   bool poll_packets();
   bool test_active();

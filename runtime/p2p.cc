@@ -103,16 +103,16 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
   if (!rendezvous) {
     rt->count(rt->counters.remote_eager);
+    auto write = [&](char* p) {
+      fill_header(reinterpret_cast<WireHeader*>(p), a, ep, false, sync, tag, bytes, 0);
+      pack(buf, count, type, ti, p + sizeof(WireHeader));
+    };
     bool submit;
     if (progress::Outbox::fits(len)) {
-      submit = ep->outbox->append(a.proc, len, [&](char* p) {
-        fill_header(reinterpret_cast<WireHeader*>(p), a, ep, false, sync, tag, bytes, 0);
-        pack(buf, count, type, ti, p + sizeof(WireHeader));
-      });
+      submit = ep->outbox->append(a.proc, len, write);
     } else {
       char* packet = static_cast<char*>(std::malloc(len));
-      fill_header(reinterpret_cast<WireHeader*>(packet), a, ep, false, sync, tag, bytes, 0);
-      pack(buf, count, type, ti, packet + sizeof(WireHeader));
+      write(packet);
       submit = ep->outbox->append_alone(a.proc, packet, len);
     }
     rt->engine.send_outbox(ep->outbox, submit, /*now=*/r == nullptr);
