@@ -22,27 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+
 namespace {
 
-#define CHECK(x)                                                       \
-  do {                                                                 \
-    int e_ = (x);                                                      \
-    if (e_ != 0) {                                                     \
-      std::fprintf(stderr, "coll_bench: %s failed: %d\n", #x, e_);     \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                    \
-    }                                                                  \
-  } while (0)
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ep_bench::median;
+using ep_bench::now_s;
 
 int g_reps = 7;
 constexpr int kSmallIters = 20000, kBigIters = 100;
@@ -72,8 +57,7 @@ void mpi_only(int rank) {
       CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     }));
     MPI_Barrier(MPI_COMM_WORLD);
-    bar.push_back(
-        time_per_call(kOversubscribedIters, [&] { CHECK(MPI_Barrier(MPI_COMM_WORLD)); }));
+    bar.push_back(time_per_call(kOversubscribedIters, [&] { CHECK(MPI_Barrier(MPI_COMM_WORLD)); }));
   }
   if (rank == 0) {
     print("mpi4_allreduce8_us", ar, 1e6);
@@ -97,9 +81,8 @@ void with_endpoints(int rank) {
       th[i] = std::thread([&, i] {
         EP_Comm c = comms[i];
         double x = 1, y = 0;
-        double a = time_per_call(kSmallIters, [&] {
-          CHECK(EP_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c));
-        });
+        double a = time_per_call(kSmallIters,
+                                 [&] { CHECK(EP_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c)); });
         if (y != 4) {
           std::fprintf(stderr, "coll_bench: wrong 8-byte result %g\n", y);
           std::abort();

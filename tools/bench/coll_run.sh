@@ -8,14 +8,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-bazel_cmd=("${BAZEL:-bazel}")
-flags=(--noshow_progress)
-if [[ -n "${BAZEL_OUTPUT_BASE:-}" ]]; then
-  bazel_cmd+=("--output_base=${BAZEL_OUTPUT_BASE}")
-  flags+=(--symlink_prefix=/)
-fi
-"${bazel_cmd[@]}" build "${flags[@]}" //tools/bench:coll_bench >&2
-exe="$("${bazel_cmd[@]}" info "${flags[@]}" bazel-bin 2>/dev/null)/tools/bench/coll_bench"
+source tools/bench/build_bench.sh
+build_bench coll_bench
 mpiexec="${MPIEXEC:-mpiexec}"
 
 out=$(mktemp)

@@ -24,21 +24,17 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using ep_bench::median;
+using ep_bench::now_s;
 
 double thread_cpu_s() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int noop_query(void*, EP_Status* st) {

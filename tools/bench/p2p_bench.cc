@@ -48,31 +48,35 @@
 #include <utility>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+
 namespace {
 
-#define CHECK_EP(call)                                                                    \
-  do {                                                                                    \
-    int rc_ = (call);                                                                     \
-    if (rc_ != EP_SUCCESS) {                                                              \
-      char s_[EP_MAX_ERROR_STRING];                                                       \
-      int n_ = 0;                                                                         \
-      EP_Error_string(rc_, s_, &n_);                                                      \
-      std::fprintf(stderr, "p2p_bench: %s failed: %s (%s:%d)\n", #call, s_, __FILE__,     \
-                   __LINE__);                                                             \
-      std::fflush(stderr);                                                                \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
-    }                                                                                     \
+using ep_bench::median;
+using ep_bench::now_s;
+
+#define CHECK_EP(call)                                                                           \
+  do {                                                                                           \
+    int rc_ = (call);                                                                            \
+    if (rc_ != EP_SUCCESS) {                                                                     \
+      char s_[EP_MAX_ERROR_STRING];                                                              \
+      int n_ = 0;                                                                                \
+      EP_Error_string(rc_, s_, &n_);                                                             \
+      std::fprintf(stderr, "p2p_bench: %s failed: %s (%s:%d)\n", #call, s_, __FILE__, __LINE__); \
+      std::fflush(stderr);                                                                       \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                              \
+    }                                                                                            \
   } while (0)
 
-#define CHECK_MPI(call)                                                                   \
-  do {                                                                                    \
-    int rc_ = (call);                                                                     \
-    if (rc_ != MPI_SUCCESS) {                                                             \
+#define CHECK_MPI(call)                                                                    \
+  do {                                                                                     \
+    int rc_ = (call);                                                                      \
+    if (rc_ != MPI_SUCCESS) {                                                              \
       std::fprintf(stderr, "p2p_bench: %s failed with %d (%s:%d)\n", #call, rc_, __FILE__, \
-                   __LINE__);                                                             \
-      std::fflush(stderr);                                                                \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                       \
-    }                                                                                     \
+                   __LINE__);                                                              \
+      std::fflush(stderr);                                                                 \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                        \
+    }                                                                                      \
   } while (0)
 
 constexpr int kTag = 7;
@@ -84,11 +88,6 @@ constexpr int kChurnDups = 10000, kChurnSplits = 1000;
 
 int g_rank = 0;
 MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, results)
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 void sleep_us(long us) {
   struct timespec ts;
@@ -126,13 +125,6 @@ std::string loadavg() {
   size_t cut = 0;  // the three averages only
   for (int k = 0; k < 3 && cut != std::string::npos; ++k) cut = r.find(' ', cut + 1);
   return r.substr(0, cut);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 // A fixed set of worker threads; run(fn) executes fn(i) on worker i and waits.
@@ -238,9 +230,7 @@ Measure pingpong(bool first, const Budget& b, Send send, Recv recv) {
 Measure ep_pingpong(EP_Comm comm, int peer, bool first, const Budget& b) {
   return pingpong(
       first, b, [&](int64_t* m) { CHECK_EP(EP_Send(m, 8, MPI_BYTE, peer, kTag, comm)); },
-      [&](int64_t* m) {
-        CHECK_EP(EP_Recv(m, 8, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE));
-      });
+      [&](int64_t* m) { CHECK_EP(EP_Recv(m, 8, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE)); });
 }
 
 Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, const Budget& b) {
@@ -286,8 +276,8 @@ Measure atomic_pingpong(PaddedAtomic& w, int who, const Budget& b) {
 // One stream: windows of kWindow 8-byte messages, each window acknowledged by 1 message.
 // The sender returns its elapsed time over the timed windows.
 template <class Req, class Isend, class Irecv, class Waitall, class Send, class Recv>
-Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall waitall,
-               Send send, Recv recv) {
+Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall waitall, Send send,
+               Recv recv) {
   int64_t buf[kWindow];
   Req req[kWindow];
   char ack = 0;
@@ -316,12 +306,8 @@ Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall w
 Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
   return stream<EP_Request>(
       sender, b,
-      [&](int64_t* m, EP_Request* r) {
-        CHECK_EP(EP_Isend(m, 8, MPI_BYTE, peer, kTag, comm, r));
-      },
-      [&](int64_t* m, EP_Request* r) {
-        CHECK_EP(EP_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r));
-      },
+      [&](int64_t* m, EP_Request* r) { CHECK_EP(EP_Isend(m, 8, MPI_BYTE, peer, kTag, comm, r)); },
+      [&](int64_t* m, EP_Request* r) { CHECK_EP(EP_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r)); },
       [&](EP_Request* r) { CHECK_EP(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE)); },
       [&](char* a, int tag) { CHECK_EP(EP_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
       [&](char* a, int tag) {
@@ -637,30 +623,36 @@ int main(int argc, char** argv) {
     std::printf("- MPI: %s\n", libline.c_str());
     std::printf("- env: %s %s %s\n", env("EP_PROGRESS_POLICY").c_str(),
                 env("EP_PROGRESS_CPUS").c_str(), env("EP_EAGER_LIMIT").c_str());
-    std::printf("- load average at start: %s, at end: %s (other load on the machine distorts "
-                "the figures)\n",
-                load_start.c_str(), loadavg().c_str());
-    std::printf("- %d timed repetitions per figure (+1 warm-up), each ~%.2f s; medians over "
-                "the repetitions; latencies are one-way (round trip / 2)\n",
-                opt.reps, opt.rep_seconds);
+    std::printf(
+        "- load average at start: %s, at end: %s (other load on the machine distorts "
+        "the figures)\n",
+        load_start.c_str(), loadavg().c_str());
+    std::printf(
+        "- %d timed repetitions per figure (+1 warm-up), each ~%.2f s; medians over "
+        "the repetitions; latencies are one-way (round trip / 2)\n",
+        opt.reps, opt.rep_seconds);
     if (opt.has('d')) {
       std::printf("- d: %d x EP_Comm_dup took %.3f s, freeing them %.3f s\n", kExtraComms,
                   d_create_s, d_free_s);
     }
     if (opt.has('e')) {
-      std::printf("- e: %d x (EP_Comm_dup + EP_Comm_free) took %.3f s, %d x (EP_Comm_split + "
-                  "EP_Comm_free) %.3f s\n",
-                  kChurnDups, e_dup_s, kChurnSplits, e_split_s);
+      std::printf(
+          "- e: %d x (EP_Comm_dup + EP_Comm_free) took %.3f s, %d x (EP_Comm_split + "
+          "EP_Comm_free) %.3f s\n",
+          kChurnDups, e_dup_s, kChurnSplits, e_split_s);
     }
     std::printf("- total time: %.1f s\n\n", total_s);
 
     std::vector<Row> rows;
-    if (opt.has('a')) rows.push_back({"a", "8 B ping-pong, 2 endpoints of one process", &a_ep, &a_base, 3.0});
+    if (opt.has('a'))
+      rows.push_back({"a", "8 B ping-pong, 2 endpoints of one process", &a_ep, &a_base, 3.0});
     if (opt.has('b')) {
-      rows.push_back({"b", "8 B ping-pong, 1 endpoint in each of 2 processes", &b_ep, &b_base, 1.5});
+      rows.push_back(
+          {"b", "8 B ping-pong, 1 endpoint in each of 2 processes", &b_ep, &b_base, 1.5});
       rows.push_back({"b'", "same, baseline measured before EP_Init", &b_ep, &b_pre, 1.5});
     }
-    if (opt.has('c')) rows.push_back({"c", "8 B message rate, 2 streams, windows of 64", &c_ep, &c_base, 2.0});
+    if (opt.has('c'))
+      rows.push_back({"c", "8 B message rate, 2 streams, windows of 64", &c_ep, &c_base, 2.0});
     if (opt.has('d')) {
       rows.push_back({"d", "8 B ping-pong, 1000 other comms alive", &d_ep, &d_base, 1.5});
       rows.push_back({"d'", "same, on the newest of the 1001 comms", &d_ep_last, &d_base, 1.5});
@@ -679,15 +671,14 @@ int main(int argc, char** argv) {
       bool met = higher_better ? ratio >= r.target : ratio <= r.target;
       std::printf("| %s | %s | %s | %s: %s | %.2fx | %s %.1fx | %s |\n", r.id.c_str(),
                   r.what.c_str(), fmt_value(e, higher_better).c_str(), r.base->name.c_str(),
-                  fmt_value(b, higher_better).c_str(), ratio, higher_better ? ">=" : "<=",
-                  r.target, met ? "yes" : "NO");
+                  fmt_value(b, higher_better).c_str(), ratio, higher_better ? ">=" : "<=", r.target,
+                  met ? "yes" : "NO");
     }
     std::printf("\nDetail (over the timed repetitions):\n\n");
     std::printf("| series | min | median | max | timed round trips / windows |\n");
     std::printf("|---|---:|---:|---:|---:|\n");
-    const Series* all[] = {&a_ep, &a_base, &b_ep, &b_base, &b_pre, &c_ep,
-                           &c_base, &d_ep, &d_ep_last, &d_base, &d_after,
-                           &e_before, &e_after};
+    const Series* all[] = {&a_ep, &a_base,    &b_ep,   &b_base,  &b_pre,    &c_ep,   &c_base,
+                           &d_ep, &d_ep_last, &d_base, &d_after, &e_before, &e_after};
     for (const Series* s : all) {
       if (s->v.empty()) continue;
       auto mm = std::minmax_element(s->v.begin(), s->v.end());

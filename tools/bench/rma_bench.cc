@@ -34,26 +34,12 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+
 namespace {
 
-#define CHECK(x)                                                  \
-  do {                                                            \
-    int e_ = (x);                                                 \
-    if (e_ != 0) {                                                \
-      std::fprintf(stderr, "rma_bench: %s failed: %d\n", #x, e_); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                               \
-    }                                                             \
-  } while (0)
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ep_bench::median;
+using ep_bench::now_s;
 
 int g_reps = 5;
 constexpr int kPutIters = 20000, kFopIters = 10000;
@@ -192,8 +178,7 @@ int main(int argc, char** argv) {
         for (int k = 0; k < kKinds; ++k) {
           if (mem[k][1] != fops) {
             std::fprintf(stderr, "rma_bench: libep %s window: counter %lld, expected %lld\n",
-                         kName[k], static_cast<long long>(mem[k][1]),
-                         static_cast<long long>(fops));
+                         kName[k], static_cast<long long>(mem[k][1]), static_cast<long long>(fops));
             ok = false;
           }
           if (mem[k][0] != ep_last[k]) {

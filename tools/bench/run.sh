@@ -11,19 +11,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-bazel_cmd=("${BAZEL:-bazel}")
-# Same flags for build and info, so that info names the tree the build wrote.
-flags=(--noshow_progress)
-if [[ -n "${BAZEL_OUTPUT_BASE:-}" ]]; then
-  bazel_cmd+=("--output_base=${BAZEL_OUTPUT_BASE}")
-  # A private output base must not repoint the workspace's bazel-* symlinks.
-  flags+=(--symlink_prefix=/)
-fi
-
-"${bazel_cmd[@]}" build "${flags[@]}" //tools/bench:p2p_bench >&2
-bin=$("${bazel_cmd[@]}" info "${flags[@]}" bazel-bin 2>/dev/null)
-exe="$bin/tools/bench/p2p_bench"
-[[ -x "$exe" ]] || { echo "run.sh: $exe was not built" >&2; exit 1; }
+source tools/bench/build_bench.sh
+build_bench p2p_bench
 
 echo "run.sh: ${MPIEXEC:-mpiexec} -n 2 $exe $*" >&2
 exec "${MPIEXEC:-mpiexec}" -n 2 "$exe" "$@"

@@ -31,26 +31,12 @@
 #include <thread>
 #include <vector>
 
+#include "tools/bench/bench_util.h"
+
 namespace {
 
-#define CHECK(x)                                                   \
-  do {                                                             \
-    int e_ = (x);                                                  \
-    if (e_ != 0) {                                                 \
-      std::fprintf(stderr, "team_bench: %s failed: %d\n", #x, e_); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                \
-    }                                                              \
-  } while (0)
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using ep_bench::median;
+using ep_bench::now_s;
 
 // A tiny command channel from A to B: B sleeps on it between commands.
 struct Channel {
