@@ -20,6 +20,8 @@ using ep::collectives::Part;
 
 // Starts the operation; a blocking call (request == nullptr) waits for it.
 int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request) {
+  int err = EP_SUCCESS;
+  if (request == nullptr && ep::collectives::run_fast(ep, kind, part, a, &err)) return err;
   Request* r = ep::collectives::start(ep, kind, std::move(part), a);
   r->errhandler = ep->errhandler;
   if (request != nullptr) {
@@ -27,7 +29,7 @@ int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request
     return EP_SUCCESS;
   }
   ep::runtime::request_wait(r, policy());
-  int err = r->status.EP_ERROR;
+  err = r->status.EP_ERROR;
   ep::runtime::request_unref(r);
   return err;
 }
@@ -67,8 +69,7 @@ int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, co
   return EP_SUCCESS;
 }
 
-int check_counts(const int* counts, const int* displs, int n, const char* what,
-                 const char* call) {
+int check_counts(const int* counts, const int* displs, int n, const char* what, const char* call) {
   if (counts == nullptr || displs == nullptr) {
     return fail(EP_ERR_ARG, call, "%scounts or displacements are NULL", what);
   }
@@ -80,7 +81,9 @@ int check_counts(const int* counts, const int* displs, int n, const char* what,
   return EP_SUCCESS;
 }
 
-std::vector<int> uniform(int n, int count) { return std::vector<int>(static_cast<size_t>(n), count); }
+std::vector<int> uniform(int n, int count) {
+  return std::vector<int>(static_cast<size_t>(n), count);
+}
 std::vector<int> strided(int n, int count) {
   std::vector<int> d(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) d[i] = i * count;
@@ -91,8 +94,8 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
               EP_Comm comm, EP_Request* request, Kind kind, const char* call) {
   EP_GET_COMM(ep, comm, call);
   const bool inter = ep->comm->inter;
-  int err = inter && (kind != Kind::kAllreduce || request != nullptr) ? intra_only(ep, call)
-                                                                       : EP_SUCCESS;
+  int err =
+      inter && (kind != Kind::kAllreduce || request != nullptr) ? intra_only(ep, call) : EP_SUCCESS;
   if (err == EP_SUCCESS && inter && sbuf == EP_IN_PLACE) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is not allowed on an intercommunicator");
   }
@@ -111,7 +114,8 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count);
   }
   if (err != EP_SUCCESS) return handle(ep, err);
-  if (inter) return handle(ep, ep::collectives::inter_allreduce(ep, sbuf, rbuf, count, type, a.ti, op));
+  if (inter)
+    return handle(ep, ep::collectives::inter_allreduce(ep, sbuf, rbuf, count, type, a.ti, op));
   a.op = op;
   a.count = count;
   a.type = type;
@@ -129,8 +133,9 @@ int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Re
   if (c->inter) {
     if (request != nullptr) return handle(ep, intra_only(ep, call));
     if (root != EP_ROOT && root != EP_PROC_NULL && (root < 0 || root >= c->remote_size)) {
-      return handle(ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the remote group (size %d)",
-                             root, c->remote_size));
+      return handle(
+          ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the remote group (size %d)", root,
+                   c->remote_size));
     }
   } else {
     int err = check_root(ep, root, call);
@@ -183,7 +188,9 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
     }
     int64_t total = 0;
     for (int c : p.rcounts) total += c;
-    if (err == EP_SUCCESS) err = check_triple(rbuf, vector ? (total > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ", call);
+    if (err == EP_SUCCESS)
+      err = check_triple(rbuf, vector ? (total > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ",
+                         call);
     if (err != EP_SUCCESS) return handle(ep, err);
   }
   p.sbuf = sbuf;
@@ -196,9 +203,9 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
   return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, nullptr));
 }
 
-int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
-            MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
-            EP_Comm comm, bool vector, const char* call) {
+int scatter(const void* sbuf, int scount, const int* scounts, const int* displs, MPI_Datatype stype,
+            void* rbuf, int rcount, MPI_Datatype rtype, int root, EP_Comm comm, bool vector,
+            const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err == EP_SUCCESS) err = check_root(ep, root, call);
@@ -218,7 +225,8 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
     }
     int64_t total = 0;
     for (int c : p.scounts) total += c;
-    if (err == EP_SUCCESS) err = check_triple(sbuf, vector ? (total > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
+    if (err == EP_SUCCESS)
+      err = check_triple(sbuf, vector ? (total > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
     if (err != EP_SUCCESS) return handle(ep, err);
   } else if (rbuf == EP_IN_PLACE) {
     return handle(ep, fail(EP_ERR_BUFFER, call, "recvbuf EP_IN_PLACE is only valid at the root"));
@@ -238,8 +246,8 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
 }
 
 int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datatype stype,
-             void* rbuf, const int* rcounts, const int* rdispls, MPI_Datatype rtype,
-             EP_Comm comm, int scount, int rcount, bool vector, const char* call) {
+             void* rbuf, const int* rcounts, const int* rdispls, MPI_Datatype rtype, EP_Comm comm,
+             int scount, int rcount, bool vector, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err != EP_SUCCESS) return handle(ep, err);
@@ -279,8 +287,8 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
   return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), nullptr));
 }
 
-int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
-                   MPI_Datatype type, MPI_Op op, EP_Comm comm, bool block, const char* call) {
+int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount, MPI_Datatype type,
+                   MPI_Op op, EP_Comm comm, bool block, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
@@ -294,13 +302,15 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
     if (rcounts == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "recvcounts is NULL"));
     for (int i = 0; i < n; ++i) {
       if (rcounts[i] < 0) {
-        return handle(ep, fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]));
+        return handle(ep,
+                      fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]));
       }
     }
     p.rcounts.assign(rcounts, rcounts + n);
   }
   int64_t total = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
-  if (total > INT32_MAX) return handle(ep, fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX"));
+  if (total > INT32_MAX)
+    return handle(ep, fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX"));
   OpArgs a;
   err = check_triple(rbuf, p.rcounts[ep->rank], type, &a.ti, "receive ", call);
   if (err == EP_SUCCESS && sbuf == nullptr && total > 0 && a.ti.size > 0 && is_builtin(type)) {
@@ -356,8 +366,8 @@ int EP_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
                    "EP_Allreduce");
 }
 
-int EP_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, EP_Comm comm, EP_Request* request) {
+int EP_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iallreduce");
   if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallreduce", "request is NULL");
   return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kAllreduce,
@@ -380,8 +390,7 @@ int EP_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
 
 int EP_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
             EP_Comm comm) {
-  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, nullptr, Kind::kScan,
-                   "EP_Scan");
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, nullptr, Kind::kScan, "EP_Scan");
 }
 
 int EP_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -404,15 +413,15 @@ int EP_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
 
 int EP_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
-  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype,
-                root, comm, false, false, "EP_Gather");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root,
+                comm, false, false, "EP_Gather");
 }
 
 int EP_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                EP_Comm comm) {
-  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root,
-                comm, false, true, "EP_Gatherv");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, comm,
+                false, true, "EP_Gatherv");
 }
 
 int EP_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -422,23 +431,22 @@ int EP_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
 }
 
 int EP_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                  EP_Comm comm) {
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, EP_Comm comm) {
   return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, 0, comm,
                 true, true, "EP_Allgatherv");
 }
 
 int EP_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
-  return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype,
-                 root, comm, false, "EP_Scatter");
+  return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root,
+                 comm, false, "EP_Scatter");
 }
 
 int EP_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                 int root, EP_Comm comm) {
-  return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
-                 comm, true, "EP_Scatterv");
+  return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                 true, "EP_Scatterv");
 }
 
 int EP_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -448,8 +456,8 @@ int EP_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 }
 
 int EP_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
-                 MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
-                 const int rdispls[], MPI_Datatype recvtype, EP_Comm comm) {
+                 MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                 MPI_Datatype recvtype, EP_Comm comm) {
   return alltoall(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                   comm, 0, 0, true, "EP_Alltoallv");
 }

@@ -349,6 +349,7 @@ int EP_Finalize(void) {
   EP_CHECK_INIT("EP_Finalize");
   int err = ep::runtime::runtime_finalize();
   ep::collectives::release_scratch();  // no collective runs any more
+  ep::collectives::uninstall();
   ep::runtime::release_blobs();
   return err;
 }

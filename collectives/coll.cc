@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ep/ep.h"
+#include "runtime/error.h"
 #include "runtime/exchange.h"
 #include "runtime/reduce.h"
 #include "runtime/runtime.h"
@@ -516,6 +517,101 @@ class ScanOp final : public CollOp {
   bool exclusive_;
 };
 
+// ---- The blocking fast path (engine.h) ---------------------------------------------
+
+// The predefined ops a collective reduction may use (MPI_REPLACE and MPI_NO_OP are for
+// accumulates only); all of them are commutative.
+bool predefined_op(MPI_Op op) {
+  for (MPI_Op p : {MPI_MAX, MPI_MIN, MPI_SUM, MPI_PROD, MPI_LAND, MPI_BAND, MPI_LOR, MPI_BOR,
+                   MPI_LXOR, MPI_BXOR, MPI_MAXLOC, MPI_MINLOC}) {
+    if (op == p) return true;
+  }
+  return false;
+}
+
+// Makes fs->pcomm on the first fast operation: one rank per fragment, in fragment
+// order, when every fragment is in its own process.  Every fragment's last arrival
+// calls this in the same operation, so the collective MPI_Comm_create_group matches.
+void make_pcomm(CommShared* c, FastState* fs) {
+  fs->pcomm_tried = true;
+  const int n = static_cast<int>(c->frag_leaders.size());
+  std::vector<int> procs(static_cast<size_t>(n));
+  for (int f = 0; f < n; ++f) procs[f] = c->addr[c->frag_leaders[f]].proc;
+  std::vector<int> sorted = procs;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return;  // shared
+  // The tag tells concurrent creations apart (other communicators' first operations
+  // on other threads).  Fragment 0's context id is unique in its process among live
+  // communicators, and every member knows it.
+  int world = 1, *tag_ub = nullptr, flag = 0;
+  MPI_Comm_size(base_comm(), &world);
+  MPI_Comm_get_attr(base_comm(), MPI_TAG_UB, &tag_ub, &flag);
+  const int64_t ub = flag != 0 ? *tag_ub : 32767;
+  const runtime::EpAddr& first = c->addr[c->frag_leaders[0]];
+  const int tag = static_cast<int>((static_cast<int64_t>(first.ctx / 2) * world + first.proc) % ub);
+  MPI_Group all = MPI_GROUP_NULL, mine = MPI_GROUP_NULL;
+  MPI_Comm_group(base_comm(), &all);
+  MPI_Group_incl(all, n, procs.data(), &mine);
+  MPI_Comm pcomm = MPI_COMM_NULL;
+  if (MPI_Comm_create_group(base_comm(), mine, tag, &pcomm) == MPI_SUCCESS) {
+    MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
+    fs->pcomm = pcomm;
+  }
+  MPI_Group_free(&mine);
+  MPI_Group_free(&all);
+}
+
+// The last arrival's work: every slot has arrived.  Returns an EP_* code.
+int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
+  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (nfrag > 1 && !fs->pcomm_tried) make_pcomm(c, fs);
+  if (kind == Kind::kBarrier) {
+    if (nfrag == 1) return EP_SUCCESS;
+    if (fs->pcomm != MPI_COMM_NULL) return runtime::from_mpi(MPI_Barrier(fs->pcomm));
+    runtime::frag_allgather(c, kFastTag, std::string());
+    return EP_SUCCESS;
+  }
+  // The partial of this fragment (local rank order), then the result, in `acc`; a
+  // lone endpoint's buffers serve directly.
+  std::vector<FastState::Slot>& slots = fs->slots;
+  const void* in = slots[0].in;
+  void* acc = slots[0].out;
+  alignas(64) char small[kFastBytes];  // a contiguous type's acc (no allocation)
+  std::unique_ptr<TypedBuffer> scratch;
+  if (slots.size() > 1) {
+    if (a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size) {
+      acc = small;
+    } else {
+      scratch = std::make_unique<TypedBuffer>(a.count, a.type);
+      acc = scratch->get();
+    }
+    std::vector<const void*> xs(slots.size());
+    for (size_t i = 0; i < slots.size(); ++i) xs[i] = slots[i].in;
+    reduce_all(xs, acc, a.count, a);
+    in = acc;
+  }
+  int err = EP_SUCCESS;
+  if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL) {
+    err = runtime::from_mpi(
+        MPI_Allreduce(in == acc ? MPI_IN_PLACE : in, acc, a.count, a.type, a.op, fs->pcomm));
+  } else if (nfrag > 1) {
+    std::vector<std::string> blobs =
+        runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.type, a.ti));
+    TypedBuffer tmp(a.count, a.type);
+    unpack_n(blobs[nfrag - 1], acc, a.count, a.type, a.ti);
+    for (int f = nfrag - 2; f >= 0; --f) {
+      unpack_n(blobs[f], tmp.get(), a.count, a.type, a.ti);
+      reduce_into(tmp.get(), acc, a.count, a);
+    }
+  } else if (in != acc) {
+    copy_n(in, acc, a.count, a);
+  }
+  for (const FastState::Slot& s : slots) {
+    if (s.out != acc) copy_n(acc, s.out, a.count, a);
+  }
+  return err;
+}
+
 std::unique_ptr<CollOp> make_op(Kind kind) {
   switch (kind) {
     case Kind::kBarrier:
@@ -545,6 +641,32 @@ std::unique_ptr<CollOp> make_op(Kind kind) {
 Endpoint* local_side(Endpoint* ep) { return ep->comm->local_comm->local[ep->local_index].get(); }
 
 }  // namespace
+
+bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
+  if (kind == Kind::kAllreduce) {
+    if (a.ti.size * a.count > kFastBytes || !predefined_op(a.op)) return false;
+  } else if (kind != Kind::kBarrier) {
+    return false;
+  }
+  CommShared* c = ep->comm;
+  FastState* fs = fast_state(c);
+  FastState::Slot& slot = fs->slots[static_cast<size_t>(ep->local_index)];
+  slot.in = input_of(part);
+  slot.out = part.rbuf;
+  const uint32_t gen = fs->gen.load(std::memory_order_acquire);  // pairs: fetch_add below
+  const int n = static_cast<int>(fs->slots.size());
+  // acq_rel: releases our slot; the last acquires every slot (one release sequence).
+  if (fs->arrived.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
+    fs->err = fast_last(c, fs, kind, a);
+    *err = fs->err;
+    fs->arrived.store(0, std::memory_order_relaxed);     // published by the fetch_add below
+    runtime::generation_advance(fs->gen, fs->sleepers);  // publishes outputs, err, the reset
+    return true;
+  }
+  runtime::generation_wait(fs->gen, gen, fs->sleepers);
+  *err = fs->err;
+  return true;
+}
 
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
   return arrive(ep, std::move(part), [kind, &args] {

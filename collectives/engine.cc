@@ -14,6 +14,7 @@ struct FragState {
   std::map<int, std::unique_ptr<CollOp>> arriving;  // by tag, guarded by mu
   std::vector<std::unique_ptr<CollOp>> active;      // started, guarded by mu
   std::atomic<bool> advancing{false};               // one advancing thread at a time
+  FastState fast;                                   // the blocking fast path (engine.h)
 };
 
 // Fragments with active operations.  A fragment enters in run() and leaves in poll()
@@ -29,7 +30,9 @@ FragState* state_of(CommShared* c) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (c->coll_state.load(std::memory_order_relaxed) == nullptr) {  // relaxed: under g_mu
     c->coll_state_free = [](void* p) { delete static_cast<FragState*>(p); };
-    c->coll_state.store(new FragState, std::memory_order_release);
+    auto* fs = new FragState;
+    fs->fast.slots.resize(c->local.size());
+    c->coll_state.store(fs, std::memory_order_release);
   }
   return static_cast<FragState*>(c->coll_state.load(std::memory_order_relaxed));
 }
@@ -254,6 +257,10 @@ void run(std::unique_ptr<CollOp> op, FragState* fs) {
     }
     g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
   }
+  // The round's sends leave now, not with the next pass: the operation may complete
+  // within advance() below (the peers' blobs already arrived), and then no waiter of
+  // ours would run a pass - the peers would wait for the next operation to push ours.
+  runtime::runtime()->engine.try_start_commands();
   advance(fs);
   // Waiters on these requests run engine passes (needs_engine) and so this hook; the
   // progress thread runs it too, so the operation completes without any waiter.
@@ -304,6 +311,28 @@ CollOp::~CollOp() {
   for (std::string& b : out_for) runtime::give_blob(std::move(b));
 }
 
-void install() { runtime::runtime()->engine.set_pass_hook(&poll); }
+FastState::~FastState() {
+  // The fragment retires (no operation runs); MPICH frees a communicator locally.
+  if (pcomm != MPI_COMM_NULL) MPI_Comm_free(&pcomm);
+}
+
+FastState* fast_state(CommShared* c) { return &state_of(c)->fast; }
+
+namespace {
+MPI_Comm g_base = MPI_COMM_NULL;  // written by install/uninstall only (EP_Init/Finalize)
+}  // namespace
+
+MPI_Comm base_comm() { return g_base; }
+
+void install() {
+  runtime::runtime()->engine.set_pass_hook(&poll);
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_base);
+  MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN);
+  MPI_Comm_set_name(g_base, "ep-fragments");
+}
+
+void uninstall() {
+  if (g_base != MPI_COMM_NULL) MPI_Comm_free(&g_base);
+}
 
 }  // namespace ep::collectives

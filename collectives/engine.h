@@ -42,6 +42,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -106,7 +107,7 @@ class CollOp {
   Pattern pattern = Pattern::kNone;
   int root_frag = 0;
   int tag = 0;
-  std::string out;                  // this fragment's blob
+  std::string out;                   // this fragment's blob
   std::vector<std::string> out_for;  // by destination fragment
   std::vector<std::string> in;       // received, by source fragment (own blob included)
 
@@ -123,8 +124,76 @@ class CollOp {
 // request (refs: caller + operation).  `make` builds the op on first arrival.
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make);
 
-// Registers the engine pass hook (once, from EP_Init).
+// ---- The blocking fast path (small allreduce, barrier) --------------------------------
+//
+// What it is: a blocking EP_Allreduce of at most kFastBytes with a predefined op, and a
+// blocking EP_Barrier, skip the engine above.  The design card's shape, literally:
+// the endpoints of a fragment combine through one arrival counter (no lock, no
+// request, no operation object), the last to arrive calls one MPI collective among
+// one leader per fragment on a process-level communicator (`pcomm`), and releases the
+// others.  Which calls take it depends only on arguments MPI requires to agree at
+// every rank (the kind, the op, the count and datatype - MPI requires a predefined op
+// to get the same datatype everywhere -, the communicator), so all
+// fragments of one operation take the same path; blocking and nonblocking
+// collectives never match each other (MPI 3.1 section 5.12), so a nonblocking call
+// never meets a fast one.  Predefined ops are commutative, so any rank layout may
+// take it; user ops (possibly non-commutative) keep the engine's rank-ordered path.
+//
+// Protocol, per fragment (FastState):
+//   arrival  each endpoint writes its slot (plain stores), reads `gen` (acquire), then
+//            arrived.fetch_add(1, acq_rel).  The fetch_adds form one release sequence,
+//            so the one that reaches n (the last) sees every slot.
+//   last     combines the slots' inputs in local rank order, runs the exchange, writes
+//            every slot's output, stores err, resets arrived to 0 (relaxed), then
+//            gen.fetch_add(1, seq_cst) - the release that publishes all of it - and
+//            wakes sleepers if any.
+//   others   wait until gen differs from what they read (acquire: pairs with that
+//            fetch_add): yield while it is young, then sleep on the futex.  A sleeper
+//            counts itself in `sleepers` (seq_cst) before re-checking gen; the last
+//            reads `sleepers` (seq_cst) after its fetch_add: one of them sees the other.
+// Operations of one fragment on one communicator cannot overlap: an endpoint's next
+// arrival follows its return from the previous operation, which follows the gen
+// increment.  The exchange:
+//   pcomm    MPI_Allreduce / MPI_Barrier among fragments (ranks in fragment order),
+//            made with MPI_Comm_create_group by the first fast operation when every
+//            fragment lives in its own process; freed when the fragment retires.
+//   fallback otherwise (two fragments in one process - a merged intercommunicator -
+//            or MPI refused the communicator): runtime::frag_allgather on the
+//            reserved hidden tag kFastTag; the fragments' operations are sequential,
+//            so per-pair message order matches them.
+// The MPI call runs on the last-arriving endpoint's thread without the engine baton:
+// the progress thread serves other traffic meanwhile (MPI_THREAD_MULTIPLE).
+constexpr int64_t kFastBytes = 4096;
+constexpr int kFastTag = -2;  // and -3 (frag_allgather's broadcast); see runtime/exchange.h
+
+struct FastState {
+  // An endpoint's buffers.  A predefined op takes the same datatype and count at every
+  // rank (MPI 3.1 section 5.9.2), so the last arrival's describe every slot.
+  struct Slot {
+    const void* in = nullptr;
+    void* out = nullptr;
+  };
+  alignas(64) std::atomic<int> arrived{0};
+  alignas(64) std::atomic<uint32_t> gen{0};
+  std::atomic<int> sleepers{0};
+  std::vector<Slot> slots;  // by local index; see the protocol above
+  int err = 0;              // EP_* result of the last operation (published by gen)
+  // Last arrivals only (operations are sequential); pcomm_tried once made or refused.
+  bool pcomm_tried = false;
+  MPI_Comm pcomm = MPI_COMM_NULL;
+  ~FastState();
+};
+
+// The fast path's state of c's fragment (created on first use, freed with it).
+FastState* fast_state(CommShared* c);
+
+// Registers the engine pass hook and makes the base of process-level communicators
+// (once, from EP_Init: collective over MPI_COMM_WORLD); uninstall frees the base
+// (EP_Finalize).
 void install();
+void uninstall();
+// The base communicator (a private duplicate of MPI_COMM_WORLD).
+MPI_Comm base_comm();
 
 }  // namespace ep::collectives
 

@@ -1,12 +1,11 @@
 #include "runtime/request.h"
 
 #include <sched.h>
-
 #include <time.h>
 
 #include <cstdlib>
-#include <new>
 #include <cstring>
+#include <new>
 
 #include "runtime/bsend.h"
 #include "runtime/error.h"
@@ -119,6 +118,26 @@ void request_wait(Request* r, progress::Policy policy) {
       progress::futex_wait(r->state, Request::kPendingWaited, ns);
     }
   }
+}
+
+void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers) {
+  const progress::Policy policy = runtime()->config.progress_policy;
+  progress::Backoff b(policy);
+  while (word.load(std::memory_order_acquire) == seen) {  // pairs: generation_advance
+    int64_t ns = b.pause();
+    if (ns == 0) {
+      if (policy != progress::Policy::kSpin) sched_yield();
+      continue;
+    }
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (word.load(std::memory_order_seq_cst) == seen) progress::futex_wait(word, seen, ns);
+    sleepers.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only spares a wake
+  }
+}
+
+void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
+  word.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) > 0) progress::futex_wake_all(word);
 }
 
 void Request::on_complete(const MPI_Status& st, int mpi_error) {

@@ -41,12 +41,12 @@ struct MatchOp {
   Kind kind = kRecv;
   int source = 0;
   int tag = 0;
-  MatchOp* next = nullptr;           // matcher's private list link
-  struct Request* req = nullptr;     // kRecv, kCancel
-  std::atomic<uint32_t> done{0};     // probes/cancel: release by matcher, acquire by poster
-  bool found = false;                // probe/mprobe/cancel result
-  Envelope* env = nullptr;           // mprobe result
-  EP_Status status{};                // probe result
+  MatchOp* next = nullptr;        // matcher's private list link
+  struct Request* req = nullptr;  // kRecv, kCancel
+  std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
+  bool found = false;             // probe/mprobe/cancel result
+  Envelope* env = nullptr;        // mprobe result
+  EP_Status status{};             // probe result
 };
 
 enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
@@ -71,8 +71,8 @@ struct alignas(64) Request final : progress::Completion {
   EP_Status status{};
   // Line 1.
   TypeInfo ti;
-  MatchOp op;  // the receive's post in the matcher; op.req == this
-  Endpoint* owner = nullptr;  // the receiving endpoint (for cancel)
+  MatchOp op;                                   // the receive's post in the matcher; op.req == this
+  Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
   EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
   // Truncated rendezvous receive: the payload lands here first (error path only).
   char* drain_buf = nullptr;
@@ -103,6 +103,17 @@ inline bool request_done(const Request* r) {
 bool request_test(Request* r);
 // Blocks (spin, yield, futex) until complete.
 void request_wait(Request* r, progress::Policy policy);
+
+// A generation word that one thread advances and others wait on (the collectives'
+// fast path).  generation_wait returns once `word` != `seen` (acquire: pairs with the
+// advance): it yields while the wait is young (the advancing thread may need this
+// core), then sleeps on the futex, counted in `sleepers`.  generation_advance
+// increments `word` (seq_cst: a release of everything written before it) and wakes
+// the sleepers.  Dekker pairing: a sleeper increments `sleepers` and re-reads `word`,
+// the advancer increments `word` and reads `sleepers`, all seq_cst: at least one of
+// them sees the other's write, and futex_wait rechecks `word` in the kernel.
+void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers);
+void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers);
 // Waits for an arbitrary condition with the same back-off, without a futex.
 template <class F>
 void wait_until(F&& ready, progress::Policy policy) {

@@ -1,0 +1,178 @@
+// The blocking fast path of small allreduce and barrier (collectives/engine.h, "The
+// blocking fast path"), on grouped / reversed / interleaved layouts with uneven
+// endpoints per process:
+//  * predefined ops on several predefined types, at the fast path's size limit and one
+//    element above it (the engine's path), in place, and MAXLOC on MPI_DOUBLE_INT;
+//  * fast calls interleaved with nonblocking ones and with user ops (the engine's
+//    path) on one communicator, results checked in call order;
+//  * two communicators whose first operations (which make the process-level MPI
+//    communicators) and later ones run concurrently from different endpoints of one
+//    process;
+//  * dup / allreduce / free repeated more often than MPICH has context ids (2048), so
+//    a process-level communicator that is not freed with its fragment runs MPI out.
+// Expected values are computed from world-endpoint numbers and the layout (coll_util.h).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/coll/coll_util.h"
+#include "tests/common/harness.h"
+
+namespace {
+
+using ep_coll_test::Ctx;
+using ep_coll_test::Lay;
+using ep_coll_test::mat_in;
+using ep_coll_test::mat_product;
+using ep_coll_test::MatOp;
+using ep_coll_test::run_layout;
+
+[[maybe_unused]] const bool kWatchdog = ep_coll_test::install_watchdog();
+
+constexpr double kGap = -7.5;  // must stay untouched
+
+double dval(int w, int i) { return (w + 1) * 10.0 + i; }
+
+double dsum(const std::vector<int>& ws, int i) {
+  double e = 0;
+  for (int w : ws) e += dval(w, i);
+  return e;
+}
+
+class Fast : public ::testing::TestWithParam<Lay> {};
+
+// Predefined ops on several predefined types, at the size limit of the fast path and
+// one element above it (the engine's path), in place and not, and MAXLOC on a pair type.
+TEST_P(Fast, PredefinedOpsTypesAndSizes) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int limit = static_cast<int>(4096 / sizeof(double));  // kFastBytes of doubles
+    for (int n : {1, 7, limit, limit + 1}) {
+      std::vector<double> in(static_cast<size_t>(n)), out(static_cast<size_t>(n) + 1, kGap);
+      for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = dval(c.me, i);
+      ASSERT_EQ(EP_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(out[static_cast<size_t>(i)], dsum(c.members, i)) << c.what << " n " << n;
+      }
+      EXPECT_EQ(out[static_cast<size_t>(n)], kGap) << c.what << " n " << n << ": overrun";
+      ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, in.data(), n, MPI_DOUBLE, MPI_MAX, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        double want = dval(c.members[0], i);
+        for (int w : c.members) want = std::max(want, dval(w, i));
+        ASSERT_EQ(in[static_cast<size_t>(i)], want) << c.what << " in place n " << n;
+      }
+    }
+    // Integer ops: PROD, MIN, BOR, LAND on int, long long, unsigned char.
+    int ip = c.rank % 3 + 1, ipr = 0;
+    ASSERT_EQ(EP_Allreduce(&ip, &ipr, 1, MPI_INT, MPI_PROD, c.comm), EP_SUCCESS);
+    long long ll = 1000 - c.me, llr = 0;
+    ASSERT_EQ(EP_Allreduce(&ll, &llr, 1, MPI_LONG_LONG, MPI_MIN, c.comm), EP_SUCCESS);
+    unsigned char bits = static_cast<unsigned char>(1u << (c.rank % 8)), bor = 0;
+    ASSERT_EQ(EP_Allreduce(&bits, &bor, 1, MPI_UNSIGNED_CHAR, MPI_BOR, c.comm), EP_SUCCESS);
+    int t = c.rank != 0, land = -1;
+    ASSERT_EQ(EP_Allreduce(&t, &land, 1, MPI_INT, MPI_LAND, c.comm), EP_SUCCESS);
+    int want_prod = 1;
+    long long want_min = 1000;
+    unsigned char want_bor = 0;
+    for (int r = 0; r < c.size; ++r) {
+      want_prod *= r % 3 + 1;
+      want_min = std::min<long long>(want_min, 1000 - c.w(r));
+      want_bor = static_cast<unsigned char>(want_bor | (1u << (r % 8)));
+    }
+    EXPECT_EQ(ipr, want_prod) << c.what;
+    EXPECT_EQ(llr, want_min) << c.what;
+    EXPECT_EQ(bor, want_bor) << c.what;
+    EXPECT_EQ(land, 0) << c.what << ": rank 0 contributes false";
+    // MAXLOC: the largest value wins; values are distinct.
+    struct {
+      double v;
+      int loc;
+    } mine{static_cast<double>(c.me % 5) * 1000 + c.rank, c.rank}, best{0, -1};
+    ASSERT_EQ(EP_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, c.comm), EP_SUCCESS);
+    int want = 0;
+    for (int r = 1; r < c.size; ++r) {
+      if ((c.w(r) % 5) * 1000 + r > (c.w(want) % 5) * 1000 + want) want = r;
+    }
+    EXPECT_EQ(best.loc, want) << c.what;
+    EXPECT_EQ(best.v, (c.w(want) % 5) * 1000.0 + want) << c.what;
+  });
+}
+
+TEST_P(Fast, InterleavedWithNonblockingAndUserOps) {
+  MatOp mop;
+  run_layout(GetParam(), [&](const Ctx& c) {
+    for (int round = 0; round < 20; ++round) {
+      double nb_in = dval(c.me, round), nb_out = kGap;
+      EP_Request rq = EP_REQUEST_NULL;
+      ASSERT_EQ(EP_Iallreduce(&nb_in, &nb_out, 1, MPI_DOUBLE, MPI_SUM, c.comm, &rq), EP_SUCCESS);
+      double b_in = dval(c.me, round + 1), b_out = kGap;
+      ASSERT_EQ(EP_Allreduce(&b_in, &b_out, 1, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      ASSERT_EQ(EP_Barrier(c.comm), EP_SUCCESS);
+      ep_coll_test::Mat m = mat_in(c.me, round), mr{};
+      ASSERT_EQ(EP_Allreduce(&m, &mr, 1, mop.type, mop.op, c.comm), EP_SUCCESS);
+      double b2 = dval(c.me, round + 2);
+      ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, &b2, 1, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      ASSERT_EQ(EP_Wait(&rq, EP_STATUS_IGNORE), EP_SUCCESS);
+      EXPECT_EQ(nb_out, dsum(c.members, round)) << c.what << " round " << round;
+      EXPECT_EQ(b_out, dsum(c.members, round + 1)) << c.what << " round " << round;
+      EXPECT_EQ(mr, mat_product(c.members, round)) << c.what << " round " << round;
+      EXPECT_EQ(b2, dsum(c.members, round + 2)) << c.what << " round " << round;
+    }
+  });
+}
+
+TEST_P(Fast, TwoCommunicatorsConcurrently) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    // Colour by rank parity: each process holds endpoints of both halves (when it has
+    // two or more), whose operations - first ones included - then run concurrently.
+    EP_Comm half = EP_COMM_NULL;
+    ASSERT_EQ(EP_Comm_split(c.comm, c.rank % 2, c.rank, &half), EP_SUCCESS);
+    std::vector<int> members;  // world endpoints of my half, rank order
+    for (int r = c.rank % 2; r < c.size; r += 2) members.push_back(c.w(r));
+    const int iters = ep_test::scaled(300);
+    for (int i = 0; i < iters; ++i) {
+      long v = c.me * 1000L + i, sum = -1;
+      ASSERT_EQ(EP_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, half), EP_SUCCESS);
+      long want = 0;
+      for (int w : members) want += w * 1000L + i;
+      ASSERT_EQ(sum, want) << c.what << " half " << c.rank % 2 << " iteration " << i;
+      if (i % 10 == 0) ASSERT_EQ(EP_Barrier(half), EP_SUCCESS);
+    }
+    EXPECT_EQ(EP_Comm_free(&half), EP_SUCCESS);
+  });
+}
+
+TEST_P(Fast, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
+  if (GetParam() != Lay::kGrouped) GTEST_SKIP() << "one layout is enough for the churn";
+  MPI_Comm base = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &base), MPI_SUCCESS);
+  MPI_Comm_set_errhandler(base, MPI_ERRORS_RETURN);
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int iters = ep_test::scaled(2100);
+    for (int i = 0; i < iters; ++i) {
+      EP_Comm d = EP_COMM_NULL;
+      ASSERT_EQ(EP_Comm_dup(c.comm, &d), EP_SUCCESS);
+      int one = 1, n = 0;
+      ASSERT_EQ(EP_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, d), EP_SUCCESS);
+      ASSERT_EQ(n, c.size) << "iteration " << i;
+      ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
+    }
+  });
+  // Had libep kept a process-level communicator per freed one, MPICH would have no
+  // context id left for this (its fast path would quietly fall back, so ask MPI).
+  MPI_Comm probe = MPI_COMM_NULL;
+  EXPECT_EQ(MPI_Comm_dup(base, &probe), MPI_SUCCESS) << "MPI ran out of communicators";
+  if (probe != MPI_COMM_NULL) MPI_Comm_free(&probe);
+  MPI_Comm_free(&base);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Fast,
+                         ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved),
+                         [](const ::testing::TestParamInfo<Lay>& info) {
+                           return std::string(ep_coll_test::lay_name(info.param));
+                         });
+
+}  // namespace
