@@ -571,17 +571,27 @@ int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
     runtime::frag_allgather(c, kFastTag, std::string());
     return EP_SUCCESS;
   }
-  // The partial of this fragment (local rank order), then the result, in `acc`; a
-  // lone endpoint's buffers serve directly.
+  // The partial of this fragment (local rank order), then the result, in `acc`: the
+  // output buffer of an endpoint that did not pass EP_IN_PLACE (combining needs a
+  // target apart from every input), else scratch.  A lone endpoint's buffers serve as
+  // they are.
   std::vector<FastState::Slot>& slots = fs->slots;
   const void* in = slots[0].in;
   void* acc = slots[0].out;
-  alignas(64) char small[kFastBytes];  // a contiguous type's acc (no allocation)
+  alignas(64) char small[kFastBytes];  // a contiguous type's scratch (no allocation)
   std::unique_ptr<TypedBuffer> scratch;
   if (slots.size() > 1) {
-    if (a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size) {
+    acc = nullptr;
+    for (const FastState::Slot& s : slots) {
+      if (s.in != s.out) {
+        acc = s.out;
+        break;
+      }
+    }
+    if (acc == nullptr && a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size &&
+        a.ti.size * a.count <= kFastBytes) {
       acc = small;
-    } else {
+    } else if (acc == nullptr) {
       scratch = std::make_unique<TypedBuffer>(a.count, a.type);
       acc = scratch->get();
     }

@@ -139,7 +139,9 @@ TEST_P(Fast, TwoCommunicatorsConcurrently) {
       long want = 0;
       for (int w : members) want += w * 1000L + i;
       ASSERT_EQ(sum, want) << c.what << " half " << c.rank % 2 << " iteration " << i;
-      if (i % 10 == 0) ASSERT_EQ(EP_Barrier(half), EP_SUCCESS);
+      if (i % 10 == 0) {
+        ASSERT_EQ(EP_Barrier(half), EP_SUCCESS);
+      }
     }
     EXPECT_EQ(EP_Comm_free(&half), EP_SUCCESS);
   });
