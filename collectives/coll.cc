@@ -540,6 +540,17 @@ void make_pcomm(CommShared* c, FastState* fs) {
   std::vector<int> sorted = procs;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return;  // shared
+  // All fragments make it or none (a creation some process skipped would hang).
+  const bool mine_ok = reserve_process_comm();
+  bool all_ok = true;
+  for (const std::string& v :
+       runtime::frag_allgather(c, kFastTag, std::string(1, mine_ok ? 1 : 0))) {
+    all_ok = all_ok && v.size() == 1 && v[0] == 1;
+  }
+  if (!all_ok) {
+    if (mine_ok) release_process_comm();
+    return;
+  }
   // The tag tells concurrent creations apart (other communicators' first operations
   // on other threads).  Fragment 0's context id is unique in its process among live
   // communicators, and every member knows it.
@@ -556,6 +567,8 @@ void make_pcomm(CommShared* c, FastState* fs) {
   if (MPI_Comm_create_group(base_comm(), mine, tag, &pcomm) == MPI_SUCCESS) {
     MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
     fs->pcomm = pcomm;
+  } else {
+    release_process_comm();
   }
   MPI_Group_free(&mine);
   MPI_Group_free(&all);

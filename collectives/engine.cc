@@ -311,9 +311,26 @@ CollOp::~CollOp() {
   for (std::string& b : out_for) runtime::give_blob(std::move(b));
 }
 
+namespace {
+std::atomic<int> g_process_comms{0};  // a count: relaxed throughout
+}  // namespace
+
+int process_comms_alive() { return g_process_comms.load(std::memory_order_relaxed); }
+
+bool reserve_process_comm() {
+  if (g_process_comms.fetch_add(1, std::memory_order_relaxed) < kMaxProcessComms) return true;
+  g_process_comms.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
+void release_process_comm() { g_process_comms.fetch_sub(1, std::memory_order_relaxed); }
+
 FastState::~FastState() {
   // The fragment retires (no operation runs); MPICH frees a communicator locally.
-  if (pcomm != MPI_COMM_NULL) MPI_Comm_free(&pcomm);
+  if (pcomm != MPI_COMM_NULL) {
+    MPI_Comm_free(&pcomm);
+    release_process_comm();
+  }
 }
 
 FastState* fast_state(CommShared* c) { return &state_of(c)->fast; }

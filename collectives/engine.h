@@ -156,7 +156,11 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 // increment.  The exchange:
 //   pcomm    MPI_Allreduce / MPI_Barrier among fragments (ranks in fragment order),
 //            made with MPI_Comm_create_group by the first fast operation when every
-//            fragment lives in its own process; freed when the fragment retires.
+//            fragment lives in its own process and every process has one of its
+//            kMaxProcessComms left (MPICH has about 2000 context ids per process, and
+//            the application needs its own): the fragments first agree on that with
+//            one frag_allgather of a vote, so all of them make it or none.  Freed
+//            when the fragment retires.
 //   fallback otherwise (two fragments in one process - a merged intercommunicator -
 //            or MPI refused the communicator): runtime::frag_allgather on the
 //            reserved hidden tag kFastTag; the fragments' operations are sequential,
@@ -164,6 +168,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 // The MPI call runs on the last-arriving endpoint's thread without the engine baton:
 // the progress thread serves other traffic meanwhile (MPI_THREAD_MULTIPLE).
 constexpr int64_t kFastBytes = 4096;
+constexpr int kMaxProcessComms = 64;
 constexpr int kFastTag = -2;  // and -3 (frag_allgather's broadcast); see runtime/exchange.h
 
 struct FastState {
@@ -186,6 +191,12 @@ struct FastState {
 
 // The fast path's state of c's fragment (created on first use, freed with it).
 FastState* fast_state(CommShared* c);
+// Process-level communicators alive or reserved in this process (tests).
+int process_comms_alive();
+// Reserves one of kMaxProcessComms (false: none left); release_process_comm undoes it
+// (a refused or freed communicator).
+bool reserve_process_comm();
+void release_process_comm();
 
 // Registers the engine pass hook and makes the base of process-level communicators
 // (once, from EP_Init: collective over MPI_COMM_WORLD); uninstall frees the base

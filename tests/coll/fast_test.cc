@@ -8,17 +8,23 @@
 //  * two communicators whose first operations (which make the process-level MPI
 //    communicators) and later ones run concurrently from different endpoints of one
 //    process;
-//  * dup / allreduce / free repeated more often than MPICH has context ids (2048), so
-//    a process-level communicator that is not freed with its fragment runs MPI out.
+//  * dup / allreduce / free repeated more often than MPICH has context ids (2048): every
+//    process-level communicator is freed with its fragment, and MPI has context ids
+//    left for the application;
+//  * more communicators alive than libep makes process-level communicators for
+//    (kMaxProcessComms): the rest take the fallback exchange, consistently.
 // Expected values are computed from world-endpoint numbers and the layout (coll_util.h).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "collectives/engine.h"
 #include "tests/coll/coll_util.h"
 #include "tests/common/harness.h"
 
@@ -163,12 +169,41 @@ TEST_P(Fast, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
       ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
     }
   });
-  // Had libep kept a process-level communicator per freed one, MPICH would have no
-  // context id left for this (its fast path would quietly fall back, so ask MPI).
+  // Freed fragments retire on the progress thread, soon after EP_Comm_free: every
+  // process-level communicator must go with them.
+  const double deadline = MPI_Wtime() + 30;
+  while (ep::collectives::process_comms_alive() > 0 && MPI_Wtime() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ep::collectives::process_comms_alive(), 0);
+  // And MPI still has context ids for the application.
   MPI_Comm probe = MPI_COMM_NULL;
   EXPECT_EQ(MPI_Comm_dup(base, &probe), MPI_SUCCESS) << "MPI ran out of communicators";
   if (probe != MPI_COMM_NULL) MPI_Comm_free(&probe);
   MPI_Comm_free(&base);
+}
+
+TEST_P(Fast, MoreCommunicatorsAliveThanProcessLevelOnes) {
+  if (GetParam() != Lay::kInterleaved) GTEST_SKIP() << "one layout is enough";
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int n = ep::collectives::kMaxProcessComms + 16;
+    std::vector<EP_Comm> dups(static_cast<size_t>(n), EP_COMM_NULL);
+    for (EP_Comm& d : dups) ASSERT_EQ(EP_Comm_dup(c.comm, &d), EP_SUCCESS);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int k = 0; k < n; ++k) {
+        const int i = pass == 0 ? k : n - 1 - k;  // creation order, then reversed
+        long v = c.me + i, sum = -1;
+        ASSERT_EQ(EP_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, dups[static_cast<size_t>(i)]),
+                  EP_SUCCESS);
+        long want = 0;
+        for (int w : c.members) want += w + i;
+        ASSERT_EQ(sum, want) << c.what << " communicator " << i << " pass " << pass;
+        ASSERT_EQ(EP_Barrier(dups[static_cast<size_t>(i)]), EP_SUCCESS);
+      }
+    }
+    EXPECT_LE(ep::collectives::process_comms_alive(), ep::collectives::kMaxProcessComms);
+    for (EP_Comm& d : dups) ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Fast,
