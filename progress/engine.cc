@@ -376,7 +376,8 @@ void Engine::run() {
       continue;
     }
     bool work = pass();
-    bool active = !requests_.empty() || hook_pending_;
+    bool active =
+        !requests_.empty() || hook_pending_ || pollers_.load(std::memory_order_relaxed) > 0;
     // relaxed: a command pushed after this load is seen by the stop check's next round.
     bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
     baton_.store(0, std::memory_order_release);  // pairs with the acquire above

@@ -194,6 +194,16 @@ class Engine {
     if (helpers_.fetch_sub(1, std::memory_order_relaxed) == 1 && wake_now) wake();
   }
   static constexpr int64_t kHelperGraceNs = 50'000;
+  // A thread that waits for something outside the engine (a blocking MPI collective of
+  // another thread) and sleeps asks the progress thread to keep polling meanwhile
+  // (yield between passes instead of sleeping), so that traffic arriving unannounced -
+  // a window's handler requests, rendezvous steps - is served: keep_polling_enter wakes
+  // it; keep_polling_leave ends the request.  A hint, counted.
+  void keep_polling_enter() {
+    pollers_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint, read by run()
+    wake();
+  }
+  void keep_polling_leave() { pollers_.fetch_sub(1, std::memory_order_relaxed); }
   // Work the layers above run in every pass (collective schedules): returns true if it
   // made progress, and sets *pending while it has unfinished work (then the progress
   // thread yields instead of sleeping).  Set once, before any pass can call it.
@@ -250,6 +260,7 @@ class Engine {
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
   std::atomic<uint32_t> data_tag_{0};
   std::atomic<uint32_t> baton_{0};        // 1 while a thread runs a pass
+  std::atomic<int> pollers_{0};           // keep_polling_enter minus leave (a hint)
   std::atomic<int> helpers_{0};           // threads progressing while they wait (a hint)
   std::atomic<int64_t> last_help_ns_{0};  // when a helper last left (a hint)
   std::atomic<PassHook> hook_{nullptr};   // release in set_pass_hook, acquire in pass
