@@ -574,13 +574,69 @@ void make_pcomm(CommShared* c, FastState* fs) {
   MPI_Group_free(&all);
 }
 
+// The exchange among fragments on the process-level communicator `pc` (rank = fragment):
+// recursive doubling for a commutative op (every predefined op is), any number of
+// fragments - the first 2*rem (rem = n minus the largest power of two in n) fold into
+// pairs before and get the result after.  `acc` holds this fragment's partial and
+// receives the total; `tmp` holds one more such buffer.  With `reduce` false (a
+// barrier: count 0) nothing is combined, and no fragment leaves before every fragment
+// has sent.  Point-to-point instead of MPI_Allreduce: MPICH's blocking collectives hold
+// its global lock against the progress thread for the whole wait, and its nonblocking
+// ones cost twice as much for a few bytes; these waits (runtime::wait_mpi) serve the
+// engine.  Tags tell the steps apart; one fragment's operations are sequential and
+// per-pair order keeps operations apart.
+int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a, bool reduce) {
+  constexpr int kPreTag = 1, kPostTag = 2, kRoundTag = 8;
+  // Sends `sbuf` and/or receives into `rbuf` (either may be NULL with count 0, so
+  // whether to send and receive are told apart from the buffers).
+  enum Dir { kSend = 1, kRecv = 2, kBoth = 3 };
+  auto step = [&](int peer, int tag, Dir dir, const void* sbuf, void* rbuf) {
+    MPI_Request r[2];
+    int k = 0;
+    if ((dir & kRecv) != 0) MPI_Irecv(rbuf, a.count, a.type, peer, tag, pc, &r[k++]);
+    if ((dir & kSend) != 0) MPI_Isend(sbuf, a.count, a.type, peer, tag, pc, &r[k++]);
+    return runtime::wait_mpi(r, k);
+  };
+  int pof2 = 1;
+  while (pof2 * 2 <= n) pof2 *= 2;
+  const int rem = n - pof2;
+  int err = MPI_SUCCESS;
+  int newrank = me - rem;
+  if (me < 2 * rem) {
+    if (me % 2 == 0) {
+      err = step(me + 1, kPreTag, kSend, acc, nullptr);
+      newrank = -1;
+    } else {
+      err = step(me - 1, kPreTag, kRecv, nullptr, tmp);
+      if (reduce) reduce_into(tmp, acc, a.count, a);
+      newrank = me / 2;
+    }
+  }
+  for (int mask = 1, round = 0; newrank >= 0 && mask < pof2 && err == MPI_SUCCESS;
+       mask <<= 1, ++round) {
+    const int pn = newrank ^ mask;
+    const int peer = pn < rem ? pn * 2 + 1 : pn + rem;
+    err = step(peer, kRoundTag + round, kBoth, acc, tmp);
+    if (reduce) reduce_into(tmp, acc, a.count, a);
+  }
+  if (me < 2 * rem && err == MPI_SUCCESS) {
+    err = me % 2 != 0 ? step(me - 1, kPostTag, kSend, acc, nullptr)
+                      : step(me + 1, kPostTag, kRecv, nullptr, acc);
+  }
+  return err;
+}
+
 // The last arrival's work: every slot has arrived.  Returns an EP_* code.
 int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
   if (nfrag > 1 && !fs->pcomm_tried) make_pcomm(c, fs);
   if (kind == Kind::kBarrier) {
     if (nfrag == 1) return EP_SUCCESS;
-    if (fs->pcomm != MPI_COMM_NULL) return runtime::from_mpi(MPI_Barrier(fs->pcomm));
+    if (fs->pcomm != MPI_COMM_NULL) {
+      OpArgs none;  // zero bytes
+      return runtime::from_mpi(
+          exchange(fs->pcomm, c->my_frag, nfrag, nullptr, nullptr, none, /*reduce=*/false));
+    }
     runtime::frag_allgather(c, kFastTag, std::string());
     return EP_SUCCESS;
   }
@@ -615,8 +671,16 @@ int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
   }
   int err = EP_SUCCESS;
   if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL) {
-    err = runtime::from_mpi(
-        MPI_Allreduce(in == acc ? MPI_IN_PLACE : in, acc, a.count, a.type, a.op, fs->pcomm));
+    if (in != acc) copy_n(in, acc, a.count, a);
+    alignas(64) char small_tmp[kFastBytes];
+    std::unique_ptr<TypedBuffer> tmp;
+    void* t = small_tmp;
+    if (!(a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size &&
+          a.ti.size * a.count <= kFastBytes)) {
+      tmp = std::make_unique<TypedBuffer>(a.count, a.type);
+      t = tmp->get();
+    }
+    err = runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, t, a, /*reduce=*/true));
   } else if (nfrag > 1) {
     std::vector<std::string> blobs =
         runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.type, a.ti));
@@ -666,9 +730,8 @@ Endpoint* local_side(Endpoint* ep) { return ep->comm->local_comm->local[ep->loca
 }  // namespace
 
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
-  if (kind == Kind::kAllreduce) {
-    if (a.ti.size * a.count > kFastBytes || !predefined_op(a.op)) return false;
-  } else if (kind != Kind::kBarrier) {
+  // Barriers stay on the engine's path: see engine.h ("Why not barriers").
+  if (kind != Kind::kAllreduce || a.ti.size * a.count > kFastBytes || !predefined_op(a.op)) {
     return false;
   }
   CommShared* c = ep->comm;

@@ -124,20 +124,19 @@ class CollOp {
 // request (refs: caller + operation).  `make` builds the op on first arrival.
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make);
 
-// ---- The blocking fast path (small allreduce, barrier) --------------------------------
+// ---- The blocking fast path (small allreduce) ------------------------------------------
 //
-// What it is: a blocking EP_Allreduce of at most kFastBytes with a predefined op, and a
-// blocking EP_Barrier, skip the engine above.  The design card's shape, literally:
-// the endpoints of a fragment combine through one arrival counter (no lock, no
-// request, no operation object), the last to arrive calls one MPI collective among
-// one leader per fragment on a process-level communicator (`pcomm`), and releases the
-// others.  Which calls take it depends only on arguments MPI requires to agree at
-// every rank (the kind, the op, the count and datatype - MPI requires a predefined op
-// to get the same datatype everywhere -, the communicator), so all
-// fragments of one operation take the same path; blocking and nonblocking
+// What it is: a blocking EP_Allreduce of at most kFastBytes with a predefined op skips
+// the engine above.  The design card's shape, literally: the endpoints of a fragment
+// combine through one arrival counter (no lock, no request, no operation object), the
+// last to arrive exchanges with one leader per other fragment over a process-level MPI
+// communicator (`pcomm`), and releases the others.  Which calls take it depends only on
+// arguments MPI requires to agree at every rank (the op, the count and datatype - MPI
+// requires a predefined op to get the same datatype everywhere -, the communicator),
+// so all fragments of one operation take the same path; blocking and nonblocking
 // collectives never match each other (MPI 3.1 section 5.12), so a nonblocking call
-// never meets a fast one.  Predefined ops are commutative, so any rank layout may
-// take it; user ops (possibly non-commutative) keep the engine's rank-ordered path.
+// never meets a fast one.  Predefined ops are commutative, so any rank layout may take
+// it; user ops (possibly non-commutative) keep the engine's rank-ordered path.
 //
 // Protocol, per fragment (FastState):
 //   arrival  each endpoint writes its slot (plain stores), reads `gen` (acquire), then
@@ -154,19 +153,30 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 // Operations of one fragment on one communicator cannot overlap: an endpoint's next
 // arrival follows its return from the previous operation, which follows the gen
 // increment.  The exchange:
-//   pcomm    MPI_Allreduce / MPI_Barrier among fragments (ranks in fragment order),
-//            made with MPI_Comm_create_group by the first fast operation when every
-//            fragment lives in its own process and every process has one of its
-//            kMaxProcessComms left (MPICH has about 2000 context ids per process, and
-//            the application needs its own): the fragments first agree on that with
-//            one frag_allgather of a vote, so all of them make it or none.  Freed
-//            when the fragment retires.
+//   pcomm    recursive doubling with MPI_Isend/MPI_Irecv among the fragments (ranks in
+//            fragment order, coll.cc: exchange), waited for by runtime::wait_mpi -
+//            never a blocking MPI call, which holds MPICH's global lock against the
+//            progress thread for the whole wait.  Made with MPI_Comm_create_group by
+//            the first fast operation when every fragment lives in its own process
+//            and every process has one of its kMaxProcessComms left (MPICH has about
+//            2000 context ids per process, and the application needs its own): the
+//            fragments first agree on that with one frag_allgather of a vote, so all
+//            of them make it or none.  Freed when the fragment retires.
 //   fallback otherwise (two fragments in one process - a merged intercommunicator -
 //            or MPI refused the communicator): runtime::frag_allgather on the
 //            reserved hidden tag kFastTag; the fragments' operations are sequential,
 //            so per-pair message order matches them.
-// The MPI call runs on the last-arriving endpoint's thread without the engine baton:
-// the progress thread serves other traffic meanwhile (MPI_THREAD_MULTIPLE).
+//
+// Why not barriers.  The same path made EP_Barrier 7x faster (1.0 us instead of 7 on
+// 2 x 2), but a barrier is where a passive target's endpoints wait while other
+// processes work on its window, and while a pcomm message waited there unmatched, this
+// process's window requests served by handler calls slowed down 10-50x
+// (tools/bench/rma_run.sh rows 5-6: 11,000 instead of 330,000 puts/s; 35-90 us
+// instead of 3.5 us per fetch-and-op) although the progress thread kept polling; the
+// engine's path (hidden messages through the engine) has no such effect.  The cause
+// inside MPICH is not known.  An allreduce that waits long while its process serves
+// such requests is exposed the same way.  Carrying the exchange as engine packets
+// into a per-fragment mailbox would remove both (not done).
 constexpr int64_t kFastBytes = 4096;
 constexpr int kMaxProcessComms = 64;
 constexpr int kFastTag = -2;  // and -3 (frag_allgather's broadcast); see runtime/exchange.h

@@ -122,30 +122,46 @@ void request_wait(Request* r, progress::Policy policy) {
 
 void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers) {
   const progress::Policy policy = runtime()->config.progress_policy;
-  progress::Engine& engine = runtime()->engine;
   progress::Backoff b(policy);
-  bool polling = false;  // the progress thread was asked to keep polling
   while (word.load(std::memory_order_acquire) == seen) {  // pairs: generation_advance
     int64_t ns = b.pause();
     if (ns == 0) {
-      if (!b.spinning() && engine.try_progress()) continue;
       if (policy != progress::Policy::kSpin) sched_yield();
       continue;
-    }
-    if (!polling) {
-      engine.keep_polling_enter();
-      polling = true;
     }
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (word.load(std::memory_order_seq_cst) == seen) progress::futex_wait(word, seen, ns);
     sleepers.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only spares a wake
   }
-  if (polling) engine.keep_polling_leave();
 }
 
 void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
   word.fetch_add(1, std::memory_order_seq_cst);
   if (sleepers.load(std::memory_order_seq_cst) > 0) progress::futex_wake_all(word);
+}
+
+int wait_mpi(MPI_Request* reqs, int n) {
+  const progress::Policy policy = runtime()->config.progress_policy;
+  progress::Engine& engine = runtime()->engine;
+  progress::Backoff b(policy);
+  bool polling = false;  // the progress thread was asked to keep polling
+  int err = MPI_SUCCESS;
+  for (;;) {
+    int flag = 0;
+    err = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+    if (flag != 0 || err != MPI_SUCCESS) break;
+    const int64_t ns = b.pause();
+    if (!polling && !b.spinning()) {  // a long wait: the progress thread serves the rest
+      engine.keep_polling_enter();
+      polling = true;
+    }
+    if (ns == 0) continue;  // pause() yields once the wait is past its spin phase
+    struct timespec ts = {static_cast<time_t>(ns / 1'000'000'000),
+                          static_cast<long>(ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+  }
+  if (polling) engine.keep_polling_leave();
+  return err;
 }
 
 void Request::on_complete(const MPI_Status& st, int mpi_error) {

@@ -107,16 +107,24 @@ void request_wait(Request* r, progress::Policy policy);
 // A generation word that one thread advances and others wait on (the collectives'
 // fast path).  generation_wait returns once `word` != `seen` (acquire: pairs with the
 // advance): it yields while the wait is young (the advancing thread may need this
-// core); past the spin phase it also runs engine passes between yields (the advancing
-// thread may sit in a blocking MPI call for long, and this process's other traffic
-// still needs serving); before it sleeps on the futex, counted in `sleepers`, it asks
-// the progress thread to keep polling until it returns (Engine::keep_polling_enter).
+// core), then sleeps on the futex, counted in `sleepers`.  Once the wait is past its
+// spin phase it asks the progress thread to keep polling until it returns
+// (Engine::keep_polling_enter): this process's other traffic - a window's handler
+// requests, rendezvous steps - is served while its endpoints wait here.
 // generation_advance increments `word` (seq_cst: a release of everything written before it) and
 // wakes the sleepers.  Dekker pairing: a sleeper increments `sleepers` and re-reads `word`, the
 // advancer increments `word` and reads `sleepers`, all seq_cst: at least one of them sees the
 // other's write, and futex_wait rechecks `word` in the kernel.
 void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers);
 void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers);
+
+// Waits for `n` MPI requests the caller started itself, outside the engine (the
+// collectives' process-level communicators): tests them while the wait is young, then
+// yields, then sleeps between tests; past the spin phase the progress thread is asked
+// to keep polling (as in generation_wait).  Never blocks inside MPI, which would
+// hold MPICH's global lock against the progress thread for the whole wait.  Returns
+// MPI's error code.
+int wait_mpi(MPI_Request* reqs, int n);
 // Waits for an arbitrary condition with the same back-off, without a futex.
 template <class F>
 void wait_until(F&& ready, progress::Policy policy) {

@@ -1,4 +1,4 @@
-// The blocking fast path of small allreduce and barrier (collectives/engine.h, "The
+// The blocking fast path of small allreduce (collectives/engine.h, "The
 // blocking fast path"), on grouped / reversed / interleaved layouts with uneven
 // endpoints per process:
 //  * predefined ops on several predefined types, at the fast path's size limit and one
