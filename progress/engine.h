@@ -194,11 +194,12 @@ class Engine {
     if (helpers_.fetch_sub(1, std::memory_order_relaxed) == 1 && wake_now) wake();
   }
   static constexpr int64_t kHelperGraceNs = 50'000;
-  // A thread that waits for something outside the engine (a blocking MPI collective of
-  // another thread) and sleeps asks the progress thread to keep polling meanwhile
-  // (yield between passes instead of sleeping), so that traffic arriving unannounced -
-  // a window's handler requests, rendezvous steps - is served: keep_polling_enter wakes
-  // it; keep_polling_leave ends the request.  A hint, counted.
+  // A thread that waits long for MPI requests outside the engine (runtime::wait_mpi: the
+  // collectives' process-level communicators) asks the progress thread to keep polling
+  // meanwhile (yield between passes instead of sleeping), as a pending collective of the
+  // engine does, so that traffic arriving unannounced - a window's handler requests,
+  // rendezvous steps - is served: keep_polling_enter wakes it; keep_polling_leave ends
+  // the request.  A hint, counted.
   void keep_polling_enter() {
     pollers_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint, read by run()
     wake();

@@ -107,10 +107,8 @@ void request_wait(Request* r, progress::Policy policy);
 // A generation word that one thread advances and others wait on (the collectives'
 // fast path).  generation_wait returns once `word` != `seen` (acquire: pairs with the
 // advance): it yields while the wait is young (the advancing thread may need this
-// core), then sleeps on the futex, counted in `sleepers`.  Once the wait is past its
-// spin phase it asks the progress thread to keep polling until it returns
-// (Engine::keep_polling_enter): this process's other traffic - a window's handler
-// requests, rendezvous steps - is served while its endpoints wait here.
+// core), then sleeps on the futex, counted in `sleepers`.  It drives no engine
+// passes: the advancing thread's wait does what the process needs (wait_mpi).
 // generation_advance increments `word` (seq_cst: a release of everything written before it) and
 // wakes the sleepers.  Dekker pairing: a sleeper increments `sleepers` and re-reads `word`, the
 // advancer increments `word` and reads `sleepers`, all seq_cst: at least one of them sees the
