@@ -578,14 +578,13 @@ void make_pcomm(CommShared* c, FastState* fs) {
 // recursive doubling for a commutative op (every predefined op is), any number of
 // fragments - the first 2*rem (rem = n minus the largest power of two in n) fold into
 // pairs before and get the result after.  `acc` holds this fragment's partial and
-// receives the total; `tmp` holds one more such buffer.  With `reduce` false (a
-// barrier: count 0) nothing is combined, and no fragment leaves before every fragment
-// has sent.  Point-to-point instead of MPI_Allreduce: MPICH's blocking collectives hold
+// receives the total; `tmp` holds one more such buffer.  Point-to-point instead of
+// MPI_Allreduce: MPICH's blocking collectives hold
 // its global lock against the progress thread for the whole wait, and its nonblocking
 // ones cost twice as much for a few bytes; these waits (runtime::wait_mpi) serve the
 // engine.  Tags tell the steps apart; one fragment's operations are sequential and
 // per-pair order keeps operations apart.
-int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a, bool reduce) {
+int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a) {
   constexpr int kPreTag = 1, kPostTag = 2, kRoundTag = 8;
   // Sends `sbuf` and/or receives into `rbuf` (either may be NULL with count 0, so
   // whether to send and receive are told apart from the buffers).
@@ -608,7 +607,7 @@ int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a, 
       newrank = -1;
     } else {
       err = step(me - 1, kPreTag, kRecv, nullptr, tmp);
-      if (reduce) reduce_into(tmp, acc, a.count, a);
+      reduce_into(tmp, acc, a.count, a);
       newrank = me / 2;
     }
   }
@@ -617,7 +616,7 @@ int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a, 
     const int pn = newrank ^ mask;
     const int peer = pn < rem ? pn * 2 + 1 : pn + rem;
     err = step(peer, kRoundTag + round, kBoth, acc, tmp);
-    if (reduce) reduce_into(tmp, acc, a.count, a);
+    reduce_into(tmp, acc, a.count, a);
   }
   if (me < 2 * rem && err == MPI_SUCCESS) {
     err = me % 2 != 0 ? step(me - 1, kPostTag, kSend, acc, nullptr)
@@ -626,20 +625,34 @@ int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a, 
   return err;
 }
 
+// A scratch buffer of the op's count and type, made at the first get(): on the stack
+// when a contiguous type fits kFastBytes, else a TypedBuffer.
+class FastScratch {
+ public:
+  explicit FastScratch(const OpArgs& a) : a_(a) {}
+  void* get() {
+    if (ptr_ != nullptr) return ptr_;
+    if (a_.ti.contiguous && a_.ti.true_lb == 0 && a_.ti.extent == a_.ti.size &&
+        a_.ti.size * a_.count <= kFastBytes) {
+      ptr_ = stack_;
+    } else {
+      heap_ = std::make_unique<TypedBuffer>(a_.count, a_.type);
+      ptr_ = heap_->get();
+    }
+    return ptr_;
+  }
+
+ private:
+  const OpArgs& a_;
+  alignas(64) char stack_[kFastBytes];
+  std::unique_ptr<TypedBuffer> heap_;
+  void* ptr_ = nullptr;
+};
+
 // The last arrival's work: every slot has arrived.  Returns an EP_* code.
-int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
+int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
   if (nfrag > 1 && !fs->pcomm_tried) make_pcomm(c, fs);
-  if (kind == Kind::kBarrier) {
-    if (nfrag == 1) return EP_SUCCESS;
-    if (fs->pcomm != MPI_COMM_NULL) {
-      OpArgs none;  // zero bytes
-      return runtime::from_mpi(
-          exchange(fs->pcomm, c->my_frag, nfrag, nullptr, nullptr, none, /*reduce=*/false));
-    }
-    runtime::frag_allgather(c, kFastTag, std::string());
-    return EP_SUCCESS;
-  }
   // The partial of this fragment (local rank order), then the result, in `acc`: the
   // output buffer of an endpoint that did not pass EP_IN_PLACE (combining needs a
   // target apart from every input), else scratch.  A lone endpoint's buffers serve as
@@ -647,8 +660,7 @@ int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
   std::vector<FastState::Slot>& slots = fs->slots;
   const void* in = slots[0].in;
   void* acc = slots[0].out;
-  alignas(64) char small[kFastBytes];  // a contiguous type's scratch (no allocation)
-  std::unique_ptr<TypedBuffer> scratch;
+  FastScratch scratch(a), tmp(a);
   if (slots.size() > 1) {
     acc = nullptr;
     for (const FastState::Slot& s : slots) {
@@ -657,13 +669,7 @@ int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
         break;
       }
     }
-    if (acc == nullptr && a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size &&
-        a.ti.size * a.count <= kFastBytes) {
-      acc = small;
-    } else if (acc == nullptr) {
-      scratch = std::make_unique<TypedBuffer>(a.count, a.type);
-      acc = scratch->get();
-    }
+    if (acc == nullptr) acc = scratch.get();  // every endpoint passed EP_IN_PLACE
     std::vector<const void*> xs(slots.size());
     for (size_t i = 0; i < slots.size(); ++i) xs[i] = slots[i].in;
     reduce_all(xs, acc, a.count, a);
@@ -672,19 +678,10 @@ int fast_last(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
   int err = EP_SUCCESS;
   if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL) {
     if (in != acc) copy_n(in, acc, a.count, a);
-    alignas(64) char small_tmp[kFastBytes];
-    std::unique_ptr<TypedBuffer> tmp;
-    void* t = small_tmp;
-    if (!(a.ti.contiguous && a.ti.true_lb == 0 && a.ti.extent == a.ti.size &&
-          a.ti.size * a.count <= kFastBytes)) {
-      tmp = std::make_unique<TypedBuffer>(a.count, a.type);
-      t = tmp->get();
-    }
-    err = runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, t, a, /*reduce=*/true));
+    err = runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, tmp.get(), a));
   } else if (nfrag > 1) {
     std::vector<std::string> blobs =
         runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.type, a.ti));
-    TypedBuffer tmp(a.count, a.type);
     unpack_n(blobs[nfrag - 1], acc, a.count, a.type, a.ti);
     for (int f = nfrag - 2; f >= 0; --f) {
       unpack_n(blobs[f], tmp.get(), a.count, a.type, a.ti);
@@ -743,7 +740,7 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
   const int n = static_cast<int>(fs->slots.size());
   // acq_rel: releases our slot; the last acquires every slot (one release sequence).
   if (fs->arrived.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
-    fs->err = fast_last(c, fs, kind, a);
+    fs->err = fast_last(c, fs, a);
     *err = fs->err;
     fs->arrived.store(0, std::memory_order_relaxed);     // published by the fetch_add below
     runtime::generation_advance(fs->gen, fs->sleepers);  // publishes outputs, err, the reset
