@@ -76,7 +76,6 @@ void copy_status(const Request* r, EP_Status* st) {
   if (st != EP_STATUS_IGNORE) *st = r->status;
 }
 
-
 int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
                 SendMode mode, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
@@ -89,7 +88,7 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
   err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,
                           request != nullptr ? &r : nullptr, call);
   if (err == EP_SUCCESS && request != nullptr) {
-    r->errhandler = ep->errhandler;
+    if (!r->immortal) r->errhandler = ep->errhandler;  // the shared one never fails
     *request = reinterpret_cast<EP_Request>(r);
   }
   return handle(ep, err);
@@ -152,8 +151,7 @@ int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_
   return EP_SUCCESS;
 }
 
-int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status,
-                const char* call) {
+int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = check_source(ep, source, call);
   if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
@@ -191,8 +189,8 @@ int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* messa
   return EP_SUCCESS;
 }
 
-int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message,
-                EP_Request* request, const char* call) {
+int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message, EP_Request* request,
+                const char* call) {
   EP_CHECK_INIT(call);
   if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
   if (message == nullptr || *message == EP_MESSAGE_NULL) {
@@ -244,8 +242,7 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
     }
     if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
   }
-  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status")
-                   : EP_SUCCESS;
+  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status") : EP_SUCCESS;
 }
 
 int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Status* status,
@@ -291,8 +288,7 @@ int testsome_impl(int incount, EP_Request requests[], int* outcount, int indices
     indices[n++] = i;
   }
   *outcount = all_null ? EP_UNDEFINED : n;
-  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status")
-                   : EP_SUCCESS;
+  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status") : EP_SUCCESS;
 }
 
 int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
@@ -312,9 +308,9 @@ int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
 
 // Sendrecv: the receive is posted first, so that two endpoints exchanging with each
 // other cannot deadlock; errors are reported as `call`.
-int sendrecv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
-                  int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
-                  int recvtag, EP_Comm comm, EP_Status* status, const char* call) {
+int sendrecv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag,
+                  void* recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
+                  EP_Comm comm, EP_Status* status, const char* call) {
   EP_Request rr = EP_REQUEST_NULL, sr = EP_REQUEST_NULL;
   int err = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr, call);
   if (err != EP_SUCCESS) return err;
@@ -388,7 +384,8 @@ int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler eh) {
 
 int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler* eh) {
   EP_GET_COMM(ep, comm, "EP_Comm_get_errhandler");
-  if (eh == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_get_errhandler", "errhandler is NULL"));
+  if (eh == nullptr)
+    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_get_errhandler", "errhandler is NULL"));
   *eh = ep->errhandler;
   return EP_SUCCESS;
 }
@@ -444,11 +441,13 @@ int EP_Comm_size(EP_Comm comm, int* size) {
 }
 
 int EP_Comm_local_rank(EP_Comm comm, int* rank) {
-  return query_int(comm, rank, "EP_Comm_local_rank", "rank", [](Endpoint* ep) { return ep->proc_local_rank; });
+  return query_int(comm, rank, "EP_Comm_local_rank", "rank",
+                   [](Endpoint* ep) { return ep->proc_local_rank; });
 }
 
 int EP_Comm_local_size(EP_Comm comm, int* size) {
-  return query_int(comm, size, "EP_Comm_local_size", "size", [](Endpoint* ep) { return ep->comm->proc_local_size; });
+  return query_int(comm, size, "EP_Comm_local_size", "size",
+                   [](Endpoint* ep) { return ep->comm->proc_local_size; });
 }
 
 int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
@@ -528,8 +527,8 @@ int EP_Comm_split(EP_Comm comm, int color, int key, EP_Comm* newcomm) {
   return handle(ep, err);
 }
 
-int EP_Intercomm_create(EP_Comm local_comm, int local_leader, EP_Comm peer_comm,
-                        int remote_leader, int tag, EP_Comm* newintercomm) {
+int EP_Intercomm_create(EP_Comm local_comm, int local_leader, EP_Comm peer_comm, int remote_leader,
+                        int tag, EP_Comm* newintercomm) {
   const char* call = "EP_Intercomm_create";
   EP_GET_COMM(ep, local_comm, call);
   if (ep->comm->inter) {
@@ -537,8 +536,9 @@ int EP_Intercomm_create(EP_Comm local_comm, int local_leader, EP_Comm peer_comm,
   }
   // Checks every endpoint of local_comm makes alike, so all fail together.
   if (local_leader < 0 || local_leader >= ep->comm->size) {
-    return handle(ep, fail(EP_ERR_RANK, call, "local_leader %d is not a rank of local_comm (size %d)",
-                           local_leader, ep->comm->size));
+    return handle(ep,
+                  fail(EP_ERR_RANK, call, "local_leader %d is not a rank of local_comm (size %d)",
+                       local_leader, ep->comm->size));
   }
   if (newintercomm == nullptr) {
     return handle(ep, fail(EP_ERR_ARG, call, "newintercomm is NULL"));
@@ -566,7 +566,8 @@ int EP_Intercomm_merge(EP_Comm intercomm, int high, EP_Comm* newintracomm) {
 }
 
 int EP_Comm_tag_ub(EP_Comm comm, int* tag_ub) {
-  return query_int(comm, tag_ub, "EP_Comm_tag_ub", "tag_ub", [](Endpoint* ep) { return ep->comm->tag_ub; });
+  return query_int(comm, tag_ub, "EP_Comm_tag_ub", "tag_ub",
+                   [](Endpoint* ep) { return ep->comm->tag_ub; });
 }
 
 int EP_Comm_group(EP_Comm comm, EP_Group* group) {
@@ -662,7 +663,7 @@ int EP_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, E
 }
 
 #define EP_CHECK_REQUEST_OUT(request, call) \
-  EP_CHECK_INIT(call);                        \
+  EP_CHECK_INIT(call);                      \
   if ((request) == nullptr) return fail(EP_ERR_ARG, call, "request is NULL")
 
 int EP_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
@@ -673,8 +674,7 @@ int EP_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, E
 int EP_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
               EP_Request* request) {
   EP_CHECK_REQUEST_OUT(request, "EP_Ibsend");
-  return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, request,
-                     "EP_Ibsend");
+  return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, request, "EP_Ibsend");
 }
 int EP_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
               EP_Request* request) {
@@ -718,8 +718,8 @@ int EP_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int d
                        source, recvtag, comm, status, "EP_Sendrecv");
 }
 
-int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
-                        int source, int recvtag, EP_Comm comm, EP_Status* status) {
+int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag, int source,
+                        int recvtag, EP_Comm comm, EP_Status* status) {
   const char* call = "EP_Sendrecv_replace";
   EP_CHECK_INIT(call);
   TypeInfo ti;
@@ -757,8 +757,7 @@ int EP_Mprobe(int source, int tag, EP_Comm comm, EP_Message* message, EP_Status*
       [&] { return flag != 0; });
 }
 
-int EP_Imrecv(void* buf, int count, MPI_Datatype type, EP_Message* message,
-              EP_Request* request) {
+int EP_Imrecv(void* buf, int count, MPI_Datatype type, EP_Message* message, EP_Request* request) {
   return imrecv_impl(buf, count, type, message, request, "EP_Imrecv");
 }
 

@@ -19,12 +19,6 @@ TypeInfo packed_info() {
   return ti;
 }
 
-Request* completed_request() {
-  Request* r = request_new(RequestKind::kSend, 1);
-  r->state.store(Request::kComplete, std::memory_order_relaxed);  // relaxed: not yet shared
-  return r;
-}
-
 // Hands an envelope to a local endpoint: matched in place when possible.
 void deliver_local(Endpoint* ep, Endpoint* dest, Envelope* e) {
   if (dest->matcher.try_deliver_direct(e)) {
@@ -97,7 +91,8 @@ void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, 
 // goes out as one bundle with the next pass (the caller's own next wait, or the
 // progress thread, which submit() wakes).
 void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
-                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, Request* r) {
+                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, bool blocking,
+                 Request* r) {
   Runtime* rt = runtime();
   int64_t bytes = ti.size * count;
   size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
@@ -115,7 +110,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
       write(packet);
       submit = ep->outbox->append_alone(a.proc, packet, len);
     }
-    rt->engine.send_outbox(ep->outbox, submit, /*now=*/r == nullptr);
+    rt->engine.send_outbox(ep->outbox, submit, /*now=*/blocking);
     if (r != nullptr) request_complete(r);  // the data was copied: complete
     return;
   }
@@ -145,7 +140,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
          Endpoint* ep, SendMode mode, Request** out, const char* call) {
   Runtime* rt = runtime();
   if (dest == EP_PROC_NULL) {
-    if (out != nullptr) *out = completed_request();
+    if (out != nullptr) *out = completed_send_request();
     return EP_SUCCESS;
   }
   int64_t bytes = ti.size * count;
@@ -176,11 +171,12 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   bool sync = mode == SendMode::kSynchronous;
   bool rendezvous = sync || bytes > rt->config.eager_limit;
   // The operation's request: the user's one, or the internal one of a buffered send
-  // (then the user's completes at once: the data was copied).
+  // (then the user's completes at once: the data was copied).  An eager send completes
+  // in this call, so its user gets the shared complete request instead.
   Request* r = nullptr;
   if (bsend_req != nullptr) {
     r = bsend_req;
-  } else if (out != nullptr || rendezvous) {
+  } else if (rendezvous) {
     r = request_new(RequestKind::kSend, 2);
   }
   const EpAddr& a = ep->comm->peer(dest);
@@ -193,14 +189,15 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
       send_local(sbuf, scount, stype, sti, tag, ep, d, rendezvous, r);
     }
   } else {
-    send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, r);
+    send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, /*blocking=*/out == nullptr,
+                r);
   }
   if (bsend_req != nullptr) {
-    if (out != nullptr) *out = completed_request();
+    if (out != nullptr) *out = completed_send_request();
     return EP_SUCCESS;
   }
   if (out != nullptr) {
-    *out = r;
+    *out = r != nullptr ? r : completed_send_request();
     return EP_SUCCESS;
   }
   if (r != nullptr) {  // blocking send of a rendezvous message: wait, then drop ours

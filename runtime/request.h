@@ -64,6 +64,9 @@ struct alignas(64) Request final : progress::Completion {
   std::atomic<int> refs{2};
   RequestKind kind = RequestKind::kSend;
   bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
+  // The shared, always complete request (completed_send_request): never freed, never
+  // written after its construction, so any number of threads may hold it.
+  bool immortal = false;
   // Receive description (kRecv); the matcher reads these.
   int count = 0;
   void* buf = nullptr;
@@ -93,6 +96,12 @@ struct alignas(64) Request final : progress::Completion {
 };
 
 Request* request_new(RequestKind kind, int refs);
+// The request of a send that completed in the call that started it (an eager send,
+// whose data was copied, a buffered send, a send to EP_PROC_NULL): one shared object
+// per process, always complete with an empty status, that request_unref never frees.
+// An eager EP_Isend then costs no allocation and no atomic operation on a request,
+// and its EP_Wait only reads a line every thread shares.
+Request* completed_send_request();
 // Publishes `status` and completes; then drops the operation's reference.
 void request_complete(Request* r);
 void request_unref(Request* r);

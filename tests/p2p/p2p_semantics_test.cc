@@ -429,6 +429,65 @@ TEST(Requests, GetStatusDoesNotFreeTheRequest) {
   });
 }
 
+// An eager send is complete when EP_Isend returns (its data was copied), before any
+// receive is posted; its request behaves like any other complete send request in
+// every Wait/Test form, get_status, cancel and free.  (libep hands every such send
+// one shared complete request: these calls must neither free nor change it.)
+TEST(Requests, EagerSendsAreCompleteAtOnceInEveryForm) {
+  run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
+    int me = rank_of(comm), size = size_of(comm);
+    int to = (me + 1) % size, from = (me + size - 1) % size;
+    constexpr int kN = 6;
+    int out[kN], in[kN];
+    EP_Request s[kN];
+    for (int i = 0; i < kN; ++i) {
+      out[i] = me * 100 + i;
+      ASSERT_EQ(EP_Isend(&out[i], 1, MPI_INT, to, 3, comm, &s[i]), EP_SUCCESS);
+    }
+    int flag = 0;
+    EP_Status st;
+    ASSERT_EQ(EP_Request_get_status(s[0], &flag, &st), EP_SUCCESS);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(st.EP_ERROR, EP_SUCCESS);
+    EXPECT_NE(s[0], EP_REQUEST_NULL);         // get_status does not free it
+    ASSERT_EQ(EP_Cancel(&s[0]), EP_SUCCESS);  // too late: the send stays complete
+    ASSERT_EQ(EP_Wait(&s[0], &st), EP_SUCCESS);
+    EXPECT_EQ(s[0], EP_REQUEST_NULL);
+    EP_Test_cancelled(&st, &flag);
+    EXPECT_EQ(flag, 0);
+    ASSERT_EQ(EP_Test(&s[1], &flag, EP_STATUS_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(s[1], EP_REQUEST_NULL);
+    int index = -1;
+    ASSERT_EQ(EP_Testany(1, &s[2], &index, &flag, EP_STATUS_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(index, 0);
+    ASSERT_EQ(EP_Request_free(&s[3]), EP_SUCCESS);
+    EXPECT_EQ(s[3], EP_REQUEST_NULL);
+    ASSERT_EQ(EP_Testall(2, &s[4], &flag, EP_STATUSES_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(s[4], EP_REQUEST_NULL);
+    EXPECT_EQ(s[5], EP_REQUEST_NULL);
+    // Only now the receives: every message arrives, in order.
+    for (int i = 0; i < kN; ++i) {
+      ASSERT_EQ(EP_Recv(&in[i], 1, MPI_INT, from, 3, comm, &st), EP_SUCCESS);
+      EXPECT_EQ(in[i], from * 100 + i);
+    }
+    // A rendezvous Isend is not complete before its receive started (the receiver
+    // posts only after the barrier), so its request is a request of its own.
+    std::vector<char> big(1 << 20, static_cast<char>(me)), got(1 << 20);
+    EP_Request b;
+    ASSERT_EQ(EP_Issend(big.data(), 1 << 20, MPI_CHAR, to, 4, comm, &b), EP_SUCCESS);
+    ASSERT_EQ(EP_Request_get_status(b, &flag, EP_STATUS_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(flag, 0);
+    ep_barrier(comm);
+    ASSERT_EQ(EP_Recv(got.data(), 1 << 20, MPI_CHAR, from, 4, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(got[12345], static_cast<char>(from));
+    ASSERT_EQ(EP_Wait(&b, EP_STATUS_IGNORE), EP_SUCCESS);
+    ep_barrier(comm);
+  });
+}
+
 TEST(Datatypes, NonContiguousVectorTypesWithinAndAcrossProcesses) {
   MPI_Datatype vec, col;  // every other int: 4 blocks of 1 with stride 2, extent 8 ints
   MPI_Type_vector(4, 1, 2, MPI_INT, &vec);
@@ -442,7 +501,7 @@ TEST(Datatypes, NonContiguousVectorTypesWithinAndAcrossProcesses) {
         if (me == p.a) {
           std::vector<int> src(8 * reps);
           std::iota(src.begin(), src.end(), 0);
-          EP_Send(src.data(), reps, col, p.b, 1, comm);      // strided -> contiguous
+          EP_Send(src.data(), reps, col, p.b, 1, comm);  // strided -> contiguous
           std::vector<int> dense(4 * reps);
           std::iota(dense.begin(), dense.end(), 1000);
           EP_Send(dense.data(), 4 * reps, MPI_INT, p.b, 2, comm);  // contiguous -> strided

@@ -366,17 +366,20 @@ struct Options {
   int reps = 7;
   double rep_seconds = 0.3;
   std::string phases = "abcde";
+  bool libep_only = false;  // skip the baselines (for profiling libep alone)
   bool has(char p) const { return phases.find(p) != std::string::npos; }
 };
 
 [[noreturn]] void usage(const char* argv0) {
   if (g_rank == 0) {
-    std::fprintf(stderr,
-                 "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcde]\n"
-                 "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
-                 "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
-                 "  --phases P       subset of abcde to run (default abcde)\n",
-                 argv0);
+    std::fprintf(
+        stderr,
+        "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcde] [--libep-only]\n"
+        "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
+        "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
+        "  --phases P       subset of abcde to run (default abcde)\n"
+        "  --libep-only     skip the baseline kernels of a, b and c (for profiling)\n",
+        argv0);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);
@@ -409,6 +412,8 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--phases") && i + 1 < argc) {
       opt.phases = argv[++i];
       if (opt.phases.find_first_not_of("abcde") != std::string::npos) usage(argv[0]);
+    } else if (!std::strcmp(argv[i], "--libep-only")) {
+      opt.libep_only = true;
     } else {
       usage(argv[0]);
     }
@@ -446,7 +451,7 @@ int main(int argc, char** argv) {
   const int reps = opt.reps + 1;  // repetition 0 is a warm-up and is not recorded
 
   // ---- b': plain MPI before EP_Init -------------------------------------------------------
-  if (opt.has('b')) {
+  if (opt.has('b') && !opt.libep_only) {
     for (int r = 0; r < reps; ++r) {
       lazy_barrier();
       Measure m = mpi_pingpong(pp_comm, peer, p0, lat);
@@ -465,8 +470,10 @@ int main(int argc, char** argv) {
       Measure m[2];
       for (int r = 0; r < reps; ++r) {
         PaddedAtomic word;
-        team.run([&](int i) { m[i] = atomic_pingpong(word, i, atom); });
-        if (r > 0) a_base.add(m[0].value, m[0].iters);
+        if (!opt.libep_only) {
+          team.run([&](int i) { m[i] = atomic_pingpong(word, i, atom); });
+          if (r > 0) a_base.add(m[0].value, m[0].iters);
+        }
         team.run([&](int i) { m[i] = ep_pingpong(comms[i], 1 - i, i == 0, lat); });
         if (r > 0) a_ep.add(m[0].value, m[0].iters);
       }
@@ -482,9 +489,12 @@ int main(int argc, char** argv) {
     CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
     for (int r = 0; r < reps; ++r) {
       sleep_us(20000);  // let the progress thread back off into its idle sleep
-      lazy_barrier();
-      Measure m = mpi_pingpong(pp_comm, peer, p0, lat);
-      if (r > 0) b_base.add(m.value, m.iters);
+      Measure m;
+      if (!opt.libep_only) {
+        lazy_barrier();
+        m = mpi_pingpong(pp_comm, peer, p0, lat);
+        if (r > 0) b_base.add(m.value, m.iters);
+      }
       lazy_barrier();
       m = ep_pingpong(comm, peer, p0, lat);
       if (r > 0) b_ep.add(m.value, m.iters);
@@ -512,6 +522,7 @@ int main(int argc, char** argv) {
       lazy_barrier();
       team.run([&](int i) { m[i] = ep_stream(comms[i], p0 ? 2 + i : i, p0, rate); });
       if (r > 0 && p0) c_ep.add(agg(), m[0].iters + m[1].iters);
+      if (opt.libep_only) continue;
       lazy_barrier();
       team.run([&](int i) { m[i] = mpi_stream(mcomm[i], peer, p0, rate); });
       if (r > 0 && p0) c_base.add(agg(), m[0].iters + m[1].iters);
@@ -665,6 +676,7 @@ int main(int argc, char** argv) {
     std::printf("| | measurement | libep | baseline | ratio | target | met |\n");
     std::printf("|---|---|---:|---|---:|---|---|\n");
     for (const Row& r : rows) {
+      if (r.ep->v.empty() || r.base->v.empty()) continue;  // --libep-only
       const bool higher_better = r.ep->rate;
       double e = median(r.ep->v), b = median(r.base->v);
       double ratio = b > 0 ? e / b : 0;
