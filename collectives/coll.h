@@ -34,10 +34,10 @@ enum class Kind {
   kBcast,
   kReduce,
   kAllreduce,
-  kGather,     // also Gatherv (counts and displacements in the part)
-  kAllgather,  // also Allgatherv
-  kScatter,    // also Scatterv
-  kAlltoall,   // also Alltoallv
+  kGather,         // also Gatherv (counts and displacements in the part)
+  kAllgather,      // also Allgatherv
+  kScatter,        // also Scatterv
+  kAlltoall,       // also Alltoallv
   kReduceScatter,  // also Reduce_scatter_block (rcounts in the part)
   kScan,
   kExscan,
@@ -49,7 +49,7 @@ constexpr int64_t kParallelBytes = 256 * 1024;
 constexpr int64_t kTeamGrainBytes = 128 * 1024;
 
 // Starts a collective on an intracommunicator; returns the endpoint's request
-// (refs: caller + operation).  `part` holds this endpoint's buffers; for the
+// (held by caller + operation).  `part` holds this endpoint's buffers; for the
 // non-v forms the caller fills the per-rank counts and displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
 // A blocking barrier or small allreduce through the fast path (engine.h, "The blocking

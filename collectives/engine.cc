@@ -272,7 +272,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
   CommShared* c = ep->comm;
   FragState* fs = state_of(c);
   const int tag = runtime::hidden_tag(ep);
-  Request* r = runtime::request_new(runtime::RequestKind::kColl, 2);
+  Request* r = runtime::request_new(runtime::RequestKind::kColl, /*user_handle=*/true);
   r->needs_engine = c->frag_leaders.size() > 1;
   part.req = r;
   part.rank = ep->rank;

@@ -121,7 +121,7 @@ class CollOp {
 
 // Runs `op` (with parts filled in by local index) once all local endpoints of its
 // fragment arrived: called by every endpoint with its part; returns the endpoint's
-// request (refs: caller + operation).  `make` builds the op on first arrival.
+// request (held by caller + operation).  `make` builds the op on first arrival.
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make);
 
 // ---- The blocking fast path (small allreduce) ------------------------------------------

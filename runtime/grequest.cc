@@ -22,7 +22,7 @@ int run_free(Request* r) { return r->free_fn != nullptr ? r->free_fn(r->extra_st
 
 Request* grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_function* free_fn,
                         EP_Grequest_cancel_function* cancel_fn, void* extra_state) {
-  Request* r = request_new(RequestKind::kGrequest, 2);
+  Request* r = request_new(RequestKind::kGrequest, /*user_handle=*/true);
   r->query_fn = query_fn;
   r->free_fn = free_fn;
   r->cancel_fn = cancel_fn;
@@ -37,7 +37,7 @@ int grequest_complete(Request* r) {
   const uint32_t before = r->greq_flags.fetch_or(kGreqCompleted, std::memory_order_acq_rel);
   int err = EP_SUCCESS;
   if ((before & kGreqFreed) != 0) err = run_free(r);  // the handle is gone: we are last
-  request_complete(r);  // publishes kComplete, wakes a sleeping waiter, drops our ref
+  request_complete(r);  // publishes kComplete, wakes a sleeping waiter, ends our hold
   return err;
 }
 

@@ -2,9 +2,9 @@
 // and completes, with the library's Wait/Test/Cancel/Request_free semantics.
 //
 // What it is: a Request of kind kGrequest that belongs to no endpoint.  It holds the
-// user's query_fn, free_fn, cancel_fn and extra_state.  Two references, as for every
-// request: the user's handle (dropped by the completing Wait/Test or by
-// EP_Request_free) and the "operation" (dropped by EP_Grequest_complete, which
+// user's query_fn, free_fn, cancel_fn and extra_state.  Two holders, as for every
+// request (request.h, "Lifetime"): the user's handle (released by the completing Wait/Test or by
+// EP_Request_free) and the "operation" (released by EP_Grequest_complete, which
 // completes it through request_complete, so a thread sleeping in request_wait on the
 // futex wakes at once).
 //
@@ -40,7 +40,8 @@ namespace ep::runtime {
 inline constexpr uint32_t kGreqCompleted = 1;  // EP_Grequest_complete was called
 inline constexpr uint32_t kGreqFreed = 2;      // EP_Request_free was called on the handle
 
-// A new generalized request (refs: user handle + operation).  Never fails.
+// A new generalized request (held by the user handle + the operation, request.h "Lifetime").  Never
+// fails.
 Request* grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_function* free_fn,
                         EP_Grequest_cancel_function* cancel_fn, void* extra_state);
 // EP_Grequest_complete: marks it complete and wakes waiters.  If the handle was freed
@@ -48,11 +49,11 @@ Request* grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_f
 int grequest_complete(Request* r);
 // The Wait/Test call that completes r (request_done(r) is true): fills *st (never
 // null) with query_fn, then runs free_fn; st->EP_ERROR and the result are free_fn's
-// code if it failed, else query_fn's.  Drops the user's reference.
+// code if it failed, else query_fn's.  Releases the user handle.
 int grequest_finish(Request* r, EP_Status* st);
 // EP_Request_get_status on a completed r: query_fn into *st (never null); its code.
 int grequest_query(Request* r, EP_Status* st);
-// EP_Request_free: drops the user's reference; runs free_fn now (returning its code)
+// EP_Request_free: releases the user handle; runs free_fn now (returning its code)
 // if EP_Grequest_complete was already called, else leaves that to grequest_complete.
 int grequest_free(Request* r);
 // EP_Cancel: cancel_fn(extra_state, complete); its code.

@@ -164,7 +164,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     scount = static_cast<int>(bytes);
     stype = MPI_PACKED;
     sti = packed_info();
-    bsend_req = request_new(RequestKind::kBsend, 1);
+    bsend_req = request_new(RequestKind::kBsend, /*user_handle=*/false);
     bsend_req->bsend = &rt->bsend;
     bsend_req->segment = segment;
   }
@@ -177,7 +177,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   if (bsend_req != nullptr) {
     r = bsend_req;
   } else if (rendezvous) {
-    r = request_new(RequestKind::kSend, 2);
+    r = request_new(RequestKind::kSend, /*user_handle=*/true);
   }
   const EpAddr& a = ep->comm->peer(dest);
   if (a.proc == rt->world_rank) {
@@ -211,7 +211,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
 
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep) {
-  Request* r = request_new(RequestKind::kRecv, 2);
+  Request* r = request_new(RequestKind::kRecv, /*user_handle=*/true);
   r->buf = buf;
   r->count = count;
   r->type = type;
@@ -251,7 +251,7 @@ bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env)
 }
 
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
-  Request* r = request_new(RequestKind::kRecv, 2);
+  Request* r = request_new(RequestKind::kRecv, /*user_handle=*/true);
   r->buf = buf;
   r->count = count;
   r->type = type;

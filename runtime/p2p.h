@@ -24,13 +24,13 @@ namespace ep::runtime {
 
 enum class SendMode { kStandard, kBuffered, kSynchronous, kReady };
 
-// Starts a send; on success *out is a request (refs: user + operation) or, if
+// Starts a send; on success *out is a request (held by user + operation) or, if
 // `out` is nullptr, the call waits for completion.  Arguments are already checked.
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call);
 // Posts a receive; the request completes when a message matched and arrived.
-Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source,
-                   int tag, Endpoint* ep);
+Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
+                   Endpoint* ep);
 // Probe: true (and *status) if a matching message is waiting; removes it if `env`.
 bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
 // Receives a message taken by a matched probe.

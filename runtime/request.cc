@@ -25,7 +25,7 @@ struct RequestCache {
 thread_local RequestCache t_requests;
 }  // namespace
 
-Request* request_new(RequestKind kind, int refs) {
+Request* request_new(RequestKind kind, bool user_handle) {
   Request* r;
   if (t_requests.n > 0) {
     r = t_requests.items[--t_requests.n];
@@ -35,7 +35,9 @@ Request* request_new(RequestKind kind, int refs) {
     r = new Request;
   }
   r->kind = kind;
-  r->refs.store(refs, std::memory_order_relaxed);  // relaxed: not yet shared
+  if (!user_handle) {
+    r->state.store(Request::kReleased, std::memory_order_relaxed);  // relaxed: not yet shared
+  }
   r->status.EP_SOURCE = EP_ANY_SOURCE;
   r->status.EP_TAG = EP_ANY_TAG;
   r->op.req = r;
@@ -56,25 +58,44 @@ Request* completed_send_request() {
   return shared;
 }
 
+namespace {
+// Both holders let go (see "Lifetime" in request.h): back to this thread's cache.
+void recycle(Request* r) {
+  std::free(r->drain_buf);
+  if (t_requests.n < 64) {
+    t_requests.items[t_requests.n++] = r;
+  } else {
+    delete r;
+  }
+}
+}  // namespace
+
 void request_unref(Request* r) {
   if (r->immortal) return;  // the shared complete request (plain read: never written)
-  // acq_rel: the last release sees every other holder's writes before deleting.
-  if (r->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::free(r->drain_buf);
-    if (t_requests.n < 64) {
-      t_requests.items[t_requests.n++] = r;
-    } else {
-      delete r;
+  // acquire: pairs with the completer's acq_rel fetch_or; once kComplete is seen the
+  // completer no longer touches the request (but a futex wake), so no write is needed.
+  if ((r->state.load(std::memory_order_acquire) & Request::kComplete) == 0) {
+    // acq_rel: pairs with the completer's fetch_or - whichever comes second recycles.
+    if ((r->state.fetch_or(Request::kReleased, std::memory_order_acq_rel) & Request::kComplete) ==
+        0) {
+      return;  // still pending: the completion recycles it
     }
   }
+  recycle(r);
 }
 
 void request_complete(Request* r) {
   if (r->kind == RequestKind::kBsend && r->bsend != nullptr) r->bsend->release(r->segment);
-  // release: publishes status; pairs with the acquire in request_done()/request_wait().
-  uint32_t old = r->state.exchange(Request::kComplete, std::memory_order_acq_rel);
-  if (old == Request::kPendingWaited) progress::futex_wake_all(r->state);
-  request_unref(r);
+  // acq_rel: release publishes status (pairs with the acquire in request_done() and
+  // request_wait()); acquire pairs with a user's kReleased fetch_or before we recycle.
+  const uint32_t old = r->state.fetch_or(Request::kComplete, std::memory_order_acq_rel);
+  if ((old & Request::kReleased) != 0) {
+    recycle(r);  // nobody holds a handle: nobody waits either
+    return;
+  }
+  // From here on the user may already have recycled r: only the futex wake may follow
+  // (at most a spurious wake of the word's next user, who rechecks).
+  if ((old & Request::kPendingWaited) != 0) progress::futex_wake_all(r->state);
 }
 
 bool request_test(Request* r) {
@@ -87,7 +108,7 @@ void request_wait(Request* r, progress::Policy policy) {
   // Already complete (the common case in EP_Waitall over a window of receives that one
   // pass delivered): return before announcing ourselves as a helper, which costs two
   // RMWs on the engine's shared counter and a clock read.
-  if (r->state.load(std::memory_order_acquire) == Request::kComplete) return;  // pairs: complete
+  if (request_done(r)) return;
   progress::Backoff b(policy);
   progress::Engine& engine = runtime()->engine;
   // While we help, the progress thread stands aside (see Engine::helper_enter).
@@ -95,7 +116,7 @@ void request_wait(Request* r, progress::Policy policy) {
   if (helping) engine.helper_enter();
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
-    if (s == Request::kComplete) {
+    if ((s & Request::kComplete) != 0) {
       if (helping) engine.helper_leave(/*wake_now=*/false);
       return;
     }

@@ -7,15 +7,29 @@
 // progress::Completion of an MPI transfer).  The user's handle and the operation each
 // hold one reference; the object is deleted when both are released.
 //
-// Threading: `state` and `refs` are atomics; the operation fields are written before
-// publication and read-only afterwards; `status` is written by the completer before
-// the release that sets kComplete and read by waiters after the acquire that sees it.
+// Threading: `state` is the one atomic word of the protocol; the operation fields are
+// written before publication and read-only afterwards; `status` is written by the
+// completer before the release that sets kComplete and read by waiters after the
+// acquire that sees it.
 //
-// Memory ordering: request_complete() writes `status` then exchanges `state` to
-// kComplete with release; request_wait()/request_done() load `state` with acquire
-// (pairs with that release), so a waiter that sees kComplete sees the status.  A
-// waiter that wants to sleep first CASes kPending -> kPendingWaited; the completer's
-// exchange returns kPendingWaited and then it calls futex_wake_all.
+// Lifetime (one word, no reference count): the two holders are the user's handle and
+// the operation.  The operation lets go by completing - request_complete() sets the
+// kComplete bit and touches nothing of the request afterwards, except a futex wake
+// on `state` (harmless if the object was reused meanwhile: futex waiters recheck
+// their word).  The user lets go with request_unref(): on a complete request that
+// recycles it at once, with no atomic write; on a pending one it sets kReleased, and
+// whichever of the two RMWs comes second (it sees the other's bit) recycles.  A
+// request nobody holds a handle to (an internal buffered send) starts with kReleased.
+// So a completion costs one RMW on the request's line, and a wait that finds the
+// request complete none - on the local ping-pong path every RMW on that line is a
+// transfer between cores while the waiter spins on it.
+//
+// Memory ordering: request_complete() writes `status` then fetch_or(kComplete) with
+// acq_rel; request_wait()/request_done() load `state` with acquire (pairs with that
+// release), so a waiter that sees kComplete sees the status.  A waiter that wants to
+// sleep first CASes kPending -> kPendingWaited; the completer's RMW returns the
+// kPendingWaited bit and then it calls futex_wake_all.  The kReleased fetch_or is
+// acq_rel too, so whichever side recycles has seen the other's writes.
 #ifndef EP_RUNTIME_REQUEST_H_
 #define EP_RUNTIME_REQUEST_H_
 
@@ -53,15 +67,16 @@ enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGreques
 
 // Cache lines: a sender of this process that matches a posted receive in place touches
 // only the first two lines of its Request (64-byte aligned): line 0 holds what the
-// completion writes and the waiter reads (state, refs, status) and the buffer; line 1
+// completion writes and the waiter reads (state, status) and the buffer; line 1
 // the type description and the hot part of the MatchOp.  Each line costs a transfer
 // between cores, so this layout is part of the local latency.
 struct alignas(64) Request final : progress::Completion {
-  static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2;
+  // Bits of `state`: 0 is pending; a sleeping waiter sets kPendingWaited, the completer
+  // kComplete, the user's release of a pending request kReleased.
+  static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2, kReleased = 4;
 
   // Line 0 (after the vtable pointer).
   std::atomic<uint32_t> state{kPending};
-  std::atomic<int> refs{2};
   RequestKind kind = RequestKind::kSend;
   bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
   // The shared, always complete request (completed_send_request): never freed, never
@@ -95,18 +110,21 @@ struct alignas(64) Request final : progress::Completion {
   void on_complete(const MPI_Status& status, int mpi_error) override;
 };
 
-Request* request_new(RequestKind kind, int refs);
+// A pending request; `user_handle` false: nobody will release it but its completion.
+Request* request_new(RequestKind kind, bool user_handle);
 // The request of a send that completed in the call that started it (an eager send,
 // whose data was copied, a buffered send, a send to EP_PROC_NULL): one shared object
 // per process, always complete with an empty status, that request_unref never frees.
 // An eager EP_Isend then costs no allocation and no atomic operation on a request,
 // and its EP_Wait only reads a line every thread shares.
 Request* completed_send_request();
-// Publishes `status` and completes; then drops the operation's reference.
+// Publishes `status` and completes: the operation's hold ends (see "Lifetime").
 void request_complete(Request* r);
+// The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
 inline bool request_done(const Request* r) {
-  return r->state.load(std::memory_order_acquire) == Request::kComplete;  // pairs: complete
+  // acquire: pairs with the acq_rel fetch_or in request_complete.
+  return (r->state.load(std::memory_order_acquire) & Request::kComplete) != 0;
 }
 // Completion check that also drives the engine once if the request needs it.
 bool request_test(Request* r);
