@@ -22,6 +22,7 @@
 // instead of a hang.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,12 +51,11 @@ using ep_test::world_rank;
 using ep_test::world_size;
 
 constexpr int kCountTag = 100;
-constexpr int kTags = 8;                 // data tags 0..7
-constexpr int kMaxSize = 1 << 20;        // 1 MiB
+constexpr int kTags = 8;                     // data tags 0..7
+constexpr int kMaxSize = 1 << 20;            // 1 MiB
 constexpr int64_t kSenderBudget = 48 << 20;  // planned bytes per sender at most
 
-#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
-    defined(EP_SANITIZER_UNDEFINED)
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || defined(EP_SANITIZER_UNDEFINED)
 constexpr bool kSanitizer = true;
 #else
 constexpr bool kSanitizer = false;
@@ -97,8 +97,8 @@ std::string seed_note() {
 
 // ---- Layout -------------------------------------------------------------------------------
 struct Layout {
-  std::vector<int> senders, receivers;  // global endpoint ranks
-  std::vector<int> role;                // rank -> 0 sender, 1 receiver
+  std::vector<int> senders, receivers;            // global endpoint ranks
+  std::vector<int> role;                          // rank -> 0 sender, 1 receiver
   std::vector<int> sender_index, receiver_index;  // rank -> index in the lists or -1
 };
 
@@ -192,7 +192,8 @@ std::vector<uint8_t> make_payload(int src, const Msg& m) {
   std::vector<uint8_t> v(static_cast<size_t>(m.size));
   for (size_t i = sizeof(Header); i < v.size(); ++i) v[i] = pattern_byte(src, m.dest, m.seq, i);
   Header h = make_header(src, m);
-  if (v.size() > sizeof(Header)) h.checksum = checksum(v.data() + sizeof(Header), v.size() - sizeof(Header));
+  if (v.size() > sizeof(Header))
+    h.checksum = checksum(v.data() + sizeof(Header), v.size() - sizeof(Header));
   if (!v.empty()) std::memcpy(v.data(), &h, std::min(v.size(), sizeof(Header)));
   return v;
 }
@@ -212,12 +213,13 @@ class Watchdog {
       if (cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) return;
       std::ostringstream os;
       os << "\n*** p2p_stress_test WATCHDOG: " << what_ << " did not finish in " << seconds
-         << " s on process " << world_rank() << " (lost or stuck messages?)" << seed_note()
-         << "\n";
+         << " s on process " << world_rank() << " (lost or stuck messages?)" << seed_note() << "\n";
       for (auto& s : g_state) {
         if (s.rank.load() < 0) continue;
         os << "***   endpoint " << s.rank.load() << " ("
-           << (s.role.load() == 0 ? "sender" : s.role.load() == 1 ? "receiver" : "ready-send")
+           << (s.role.load() == 0   ? "sender"
+               : s.role.load() == 1 ? "receiver"
+                                    : "ready-send")
            << "): phase " << s.phase.load() << ", " << s.done_ops.load() << " of "
            << s.total_ops.load() << (s.role.load() == 2 ? " rounds" : " messages") << " done\n";
       }
@@ -273,21 +275,19 @@ class Pause {
 };
 
 // ---- Sender -------------------------------------------------------------------------------
-void run_sender(EP_Comm comm, int me, const Layout& l, const std::vector<Msg>& plan,
-                EpState& st) {
+void run_sender(EP_Comm comm, int me, const Layout& l, const std::vector<Msg>& plan, EpState& st) {
   st.total_ops = static_cast<int>(plan.size());
   // Count exchange first: one message to every receiver, on tag 100.
   std::vector<int> counts(l.role.size(), 0);
   for (const Msg& m : plan) ++counts[m.dest];
   std::vector<EP_Request> creq(l.receivers.size());
   for (size_t i = 0; i < l.receivers.size(); ++i) {
-    ASSERT_EQ(EP_Isend(&counts[l.receivers[i]], 1, MPI_INT, l.receivers[i], kCountTag, comm,
-                       &creq[i]),
-              EP_SUCCESS)
+    ASSERT_EQ(
+        EP_Isend(&counts[l.receivers[i]], 1, MPI_INT, l.receivers[i], kCountTag, comm, &creq[i]),
+        EP_SUCCESS)
         << seed_note();
   }
-  ASSERT_EQ(EP_Waitall(static_cast<int>(creq.size()), creq.data(), EP_STATUSES_IGNORE),
-            EP_SUCCESS)
+  ASSERT_EQ(EP_Waitall(static_cast<int>(creq.size()), creq.data(), EP_STATUSES_IGNORE), EP_SUCCESS)
       << seed_note();
   st.phase = 1;
 
@@ -329,16 +329,28 @@ void run_sender(EP_Comm comm, int me, const Layout& l, const std::vector<Msg>& p
     EP_Request r = EP_REQUEST_NULL;
     int err = EP_SUCCESS;
     switch (m.mode) {
-      case kSend: err = EP_Send(p, m.size, MPI_BYTE, m.dest, m.tag, comm); break;
-      case kSsend: err = EP_Ssend(p, m.size, MPI_BYTE, m.dest, m.tag, comm); break;
-      case kBsend: err = EP_Bsend(p, m.size, MPI_BYTE, m.dest, m.tag, comm); break;
-      case kIsend: err = EP_Isend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r); break;
-      case kIssend: err = EP_Issend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r); break;
-      case kIbsend: err = EP_Ibsend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r); break;
+      case kSend:
+        err = EP_Send(p, m.size, MPI_BYTE, m.dest, m.tag, comm);
+        break;
+      case kSsend:
+        err = EP_Ssend(p, m.size, MPI_BYTE, m.dest, m.tag, comm);
+        break;
+      case kBsend:
+        err = EP_Bsend(p, m.size, MPI_BYTE, m.dest, m.tag, comm);
+        break;
+      case kIsend:
+        err = EP_Isend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r);
+        break;
+      case kIssend:
+        err = EP_Issend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r);
+        break;
+      case kIbsend:
+        err = EP_Ibsend(p, m.size, MPI_BYTE, m.dest, m.tag, comm, &r);
+        break;
     }
     ASSERT_EQ(err, EP_SUCCESS) << "EP_" << kModeName[m.mode] << " of " << m.size << " bytes to "
-                               << m.dest << " tag " << m.tag << ": "
-                               << ep_test::last_error(err) << seed_note();
+                               << m.dest << " tag " << m.tag << ": " << ep_test::last_error(err)
+                               << seed_note();
     if (r != EP_REQUEST_NULL) {
       if (m.mode == kIbsend && rng() % 2 == 0) {
         // The data was copied: the buffer may go at once (request completes at once).
@@ -498,9 +510,9 @@ class Receiver {
   void recv_any_blocking() {
     EP_Status status;
     const int64_t post = post_++;
-    ASSERT_EQ(EP_Recv(big_.data.data(), kMaxSize, MPI_BYTE, EP_ANY_SOURCE, EP_ANY_TAG, comm_,
-                      &status),
-              EP_SUCCESS)
+    ASSERT_EQ(
+        EP_Recv(big_.data.data(), kMaxSize, MPI_BYTE, EP_ANY_SOURCE, EP_ANY_TAG, comm_, &status),
+        EP_SUCCESS)
         << seed_note();
     accept(big_.data.data(), status, post, EP_ANY_SOURCE, EP_ANY_TAG);
     check_guard(big_, count_of(status), kMaxSize);
@@ -537,8 +549,8 @@ class Receiver {
         const int64_t post = post_++;
         ASSERT_EQ(EP_Recv(b.data.data(), n, MPI_BYTE, src, tag, comm_, &rs), EP_SUCCESS)
             << "Recv of " << n << " bytes after Iprobe" << seed_note();
-        ASSERT_EQ(rs.EP_SOURCE, status.EP_SOURCE) << "Recv after Iprobe got another message"
-                                                  << seed_note();
+        ASSERT_EQ(rs.EP_SOURCE, status.EP_SOURCE)
+            << "Recv after Iprobe got another message" << seed_note();
         ASSERT_EQ(rs.EP_TAG, status.EP_TAG) << seed_note();
         accept(b.data.data(), rs, post, src, tag);
         check_guard(b, count_of(rs), static_cast<size_t>(n));
@@ -665,8 +677,8 @@ class Receiver {
         EP_Status s;
         ASSERT_EQ(EP_Waitany(static_cast<int>(nb), reqs.data(), &idx, &s), EP_SUCCESS)
             << seed_note();
-        ASSERT_TRUE(idx >= 0 && idx < static_cast<int>(nb)) << "Waitany index " << idx
-                                                            << seed_note();
+        ASSERT_TRUE(idx >= 0 && idx < static_cast<int>(nb))
+            << "Waitany index " << idx << seed_note();
         finish(static_cast<size_t>(idx), s);
       }
     } else if (how == 2) {  // Waitsome
@@ -787,8 +799,7 @@ class Receiver {
       for (size_t i = 0; i < n; ++i) {
         max_any[i + 1] = std::max(max_any[i], e.post[i]);
         for (int t = 0; t < kTags; ++t) {
-          max_tag[t][i + 1] =
-              std::max(max_tag[t][i], e.msgs[i].tag == t ? e.post[i] : int64_t{-1});
+          max_tag[t][i + 1] = std::max(max_tag[t][i], e.msgs[i].tag == t ? e.post[i] : int64_t{-1});
         }
       }
       for (size_t i = 0; i < n; ++i) {
@@ -800,13 +811,12 @@ class Receiver {
             ++j;
           }
           if (++reported <= 5) {
-            ADD_FAILURE() << "OVERTAKING at receiver " << me_ << ": from sender " << s
-                          << ", seq " << i << " (tag " << e.msgs[i].tag << ", "
-                          << kModeName[e.msgs[i].mode] << ", " << e.msgs[i].size
-                          << " bytes) went to receive #" << e.post[i] << " (tag criteria "
-                          << ct << ") but the earlier seq " << j << " (tag " << e.msgs[j].tag
-                          << ", " << kModeName[e.msgs[j].mode] << ", " << e.msgs[j].size
-                          << " bytes) that matches it went to the later receive #"
+            ADD_FAILURE() << "OVERTAKING at receiver " << me_ << ": from sender " << s << ", seq "
+                          << i << " (tag " << e.msgs[i].tag << ", " << kModeName[e.msgs[i].mode]
+                          << ", " << e.msgs[i].size << " bytes) went to receive #" << e.post[i]
+                          << " (tag criteria " << ct << ") but the earlier seq " << j << " (tag "
+                          << e.msgs[j].tag << ", " << kModeName[e.msgs[j].mode] << ", "
+                          << e.msgs[j].size << " bytes) that matches it went to the later receive #"
                           << e.post[j] << seed_note();
           }
         }
@@ -884,8 +894,8 @@ void run_round(uint64_t round_seed) {
   EXPECT_EQ(old_size, static_cast<int>(bsend_bytes));
   g_seed = saved;
   if (::testing::Test::HasFailure()) {
-    std::fprintf(stderr, "*** p2p_stress_test FAILED on process %d, round seed %llu%s\n",
-                 me_proc, static_cast<unsigned long long>(round_seed), seed_note().c_str());
+    std::fprintf(stderr, "*** p2p_stress_test FAILED on process %d, round seed %llu%s\n", me_proc,
+                 static_cast<unsigned long long>(round_seed), seed_note().c_str());
   }
 }
 
@@ -904,7 +914,8 @@ TEST(P2PStress, RandomModesSizesAndReceiveStyles) {
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) {
       if (world_rank() == 0) {
-        std::fprintf(stderr, "\n*** p2p_stress_test FAILED with seed %llu (round %d): rerun with "
+        std::fprintf(stderr,
+                     "\n*** p2p_stress_test FAILED with seed %llu (round %d): rerun with "
                      "LIBEP_STRESS_SEED=%llu\n",
                      static_cast<unsigned long long>(seed), round,
                      static_cast<unsigned long long>(seed));
@@ -912,6 +923,73 @@ TEST(P2PStress, RandomModesSizesAndReceiveStyles) {
       break;
     }
   }
+}
+
+// Requests released while their operation may still be running (runtime/request.h,
+// "Lifetime"): every receive is freed right after EP_Irecv and half of the sends right
+// after EP_Isend, while the peer's sends and this process's progress complete them -
+// the user's kReleased and the completion's kComplete race on one word, and exactly
+// one side must recycle the request (TSAN sees a race, ASAN a use after free or a
+// leak, if not).  Sizes come from the seed: eager ones and rendezvous ones, whose data
+// lands after their request was freed.  Checked: every freed receive took its own
+// message in order (non-overtaking makes the final token the last match) and every
+// byte arrived.
+TEST(P2PStress, RequestsFreedWhileTheirOperationsRun) {
+  const uint64_t seed = shared_seed();
+  if (world_rank() == 0) {
+    std::printf("p2p_stress_test: freed requests (seed %llu)\n",
+                static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+  }
+  run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
+    int rank, size;
+    EP_Comm_rank(comm, &rank);
+    EP_Comm_size(comm, &size);
+    const int to = (rank + 1) % size, from = (rank + size - 1) % size;
+    const int n = ep_test::scaled(300) < 20 ? 20 : ep_test::scaled(300);
+    std::mt19937_64 rng(seed + 4242);  // same sequence everywhere: all know all sizes
+    std::vector<int> ints(n);
+    for (int& c : ints)
+      c = rng() % 16 == 0 ? 20000 + static_cast<int>(rng() % 20000)
+                          : 1 + static_cast<int>(rng() % 64);
+    std::vector<std::vector<int>> in(n), out(n);
+    for (int i = 0; i < n; ++i) {
+      in[i].assign(ints[i], -1);
+      EP_Request r;
+      ASSERT_EQ(EP_Irecv(in[i].data(), ints[i], MPI_INT, from, 5, comm, &r), EP_SUCCESS);
+      ASSERT_EQ(EP_Request_free(&r), EP_SUCCESS);
+      ASSERT_EQ(r, EP_REQUEST_NULL);
+    }
+    for (int i = 0; i < n; ++i) {
+      out[i].assign(ints[i], rank * 100000 + i);
+      EP_Request s;
+      ASSERT_EQ(EP_Isend(out[i].data(), ints[i], MPI_INT, to, 5, comm, &s), EP_SUCCESS);
+      if (i % 2 == 0) {
+        ASSERT_EQ(EP_Request_free(&s), EP_SUCCESS);
+      } else {
+        ASSERT_EQ(EP_Wait(&s, EP_STATUS_IGNORE), EP_SUCCESS);
+      }
+    }
+    // Non-overtaking: the token is the n+1-th message from `from` on this tag, so the n
+    // freed receives took the n messages before it, in order.
+    int token = -1, mine = -7;
+    EP_Status st;
+    ASSERT_EQ(EP_Sendrecv(&mine, 1, MPI_INT, to, 5, &token, 1, MPI_INT, from, 5, comm, &st),
+              EP_SUCCESS);
+    EXPECT_EQ(token, -7);
+    // Rendezvous data of freed receives lands in the background: poll with a deadline.
+    const double t0 = EP_Wtime();
+    for (int i = 0; i < n; ++i) {
+      volatile int* first = &in[i][0];
+      volatile int* last = &in[i][ints[i] - 1];
+      const int want = from * 100000 + i;
+      while ((*first != want || *last != want) && EP_Wtime() - t0 < 30) usleep(1000);
+      EXPECT_EQ(*first, want) << "message " << i << " of " << n << seed_note();
+      EXPECT_EQ(*last, want) << "message " << i << " of " << n << seed_note();
+    }
+    // Every receiver has its data: the freed sends' buffers may go now.
+    ep_test::ep_barrier(comm);
+  });
 }
 
 // Ready mode where MPI allows it: every receive is posted, then a barrier, then the
@@ -935,14 +1013,14 @@ TEST(P2PStress, ReadySendsToPostedReceives) {
       const int to = (rank + shift) % size, from = (rank - shift % size + size) % size;
       const int k = 1 + static_cast<int>(rng() % 4);
       std::vector<int> sizes(k);
-      for (int& s : sizes) s = rng() % 4 == 0 ? 16384 + static_cast<int>(rng() % 300000)
-                                              : static_cast<int>(rng() % 2048);
+      for (int& s : sizes)
+        s = rng() % 4 == 0 ? 16384 + static_cast<int>(rng() % 300000)
+                           : static_cast<int>(rng() % 2048);
       std::vector<std::vector<uint8_t>> in(k), out(k);
       std::vector<EP_Request> rreq(k);
       for (int i = 0; i < k; ++i) {
         in[i].assign(sizes[i] + 1, 0xEE);
-        ASSERT_EQ(EP_Irecv(in[i].data(), sizes[i], MPI_BYTE, from, i, comm, &rreq[i]),
-                  EP_SUCCESS);
+        ASSERT_EQ(EP_Irecv(in[i].data(), sizes[i], MPI_BYTE, from, i, comm, &rreq[i]), EP_SUCCESS);
       }
       ep_test::ep_barrier(comm);  // every receive of this round is posted
       std::vector<EP_Request> sreq;
