@@ -1,5 +1,6 @@
 #include "runtime/p2p.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -209,13 +210,28 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   return EP_SUCCESS;
 }
 
-Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
-                   Endpoint* ep) {
+namespace {
+// A receive request's buffer description; for a contiguous type also the MatchOp's
+// destination and capacity (the in-place delivery reads only those).
+Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
   Request* r = request_new(RequestKind::kRecv, /*user_handle=*/true);
   r->buf = buf;
   r->count = count;
   r->type = type;
   r->ti = ti;
+  if (ti.contiguous && ti.size > 0 && ti.size <= UINT32_MAX) {
+    r->op.contiguous = true;
+    r->op.elem = static_cast<uint32_t>(ti.size);
+    r->op.dst = static_cast<char*>(buf) + ti.true_lb;
+    r->op.cap = ti.size * count;
+  }
+  return r;
+}
+}  // namespace
+
+Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
+                   Endpoint* ep) {
+  Request* r = new_recv(buf, count, type, ti);
   if (source == EP_PROC_NULL) {
     r->status.EP_SOURCE = EP_PROC_NULL;
     r->status.EP_TAG = EP_ANY_TAG;
@@ -251,11 +267,7 @@ bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env)
 }
 
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
-  Request* r = request_new(RequestKind::kRecv, /*user_handle=*/true);
-  r->buf = buf;
-  r->count = count;
-  r->type = type;
-  r->ti = ti;
+  Request* r = new_recv(buf, count, type, ti);
   r->needs_engine = env->kind == Envelope::kRemoteRndv;
   deliver(r, env);
   return r;
@@ -277,20 +289,32 @@ bool cancel_recv(Request* r) {
 }
 
 void deliver(Request* r, Envelope* e) {
+  // A contiguous receive reads only its MatchOp (see "Cache lines" in request.h).
+  const bool contiguous = r->op.contiguous;
+  const int64_t cap = contiguous ? r->op.cap : r->ti.size * r->count;
+  const bool truncated = e->bytes > cap;
+  const int64_t n = truncated ? cap : e->bytes;
+  if (e->kind == Envelope::kEager) {
+    if (contiguous) {
+      const int64_t whole = n - n % r->op.elem;  // as unpack(): whole elements only
+      if (whole > 0) std::memcpy(r->op.dst, e->data, static_cast<size_t>(whole));
+    } else {
+      unpack(e->data, n, r->buf, r->count, r->type, r->ti);
+    }
+    r->status.EP_SOURCE = e->src_rank;
+    r->status.EP_TAG = e->tag;
+    r->status.EP_ERROR = truncated ? EP_ERR_TRUNCATE : EP_SUCCESS;
+    r->status.ep_bytes_ = n;
+    std::free(e->block);  // may hold *e itself: after its last read
+    request_complete(r);
+    return;
+  }
   r->status.EP_SOURCE = e->src_rank;
   r->status.EP_TAG = e->tag;
-  r->status.EP_ERROR = EP_SUCCESS;
-  int64_t cap = r->ti.size * r->count;
-  bool truncated = e->bytes > cap;
-  int64_t n = truncated ? cap : e->bytes;
-  if (truncated) r->status.EP_ERROR = EP_ERR_TRUNCATE;
+  r->status.EP_ERROR = truncated ? EP_ERR_TRUNCATE : EP_SUCCESS;
   switch (e->kind) {
     case Envelope::kEager:
-      unpack(e->data, n, r->buf, r->count, r->type, r->ti);
-      r->status.ep_bytes_ = n;
-      std::free(e->block);
-      request_complete(r);
-      return;
+      return;  // handled above
     case Envelope::kLocalRndv: {
       copy(e->sbuf, e->scount, e->stype, e->sti, r->buf, r->count, r->type, r->ti, n);
       r->status.ep_bytes_ = n;

@@ -48,50 +48,60 @@ struct Envelope;
 class BsendBuffer;
 
 // A unit of work for an endpoint's matcher (see matching.h).
-// The fields a matcher reads while it scans the posted list come first (one cache line
-// with the receive's description, see Request).
+// The first 48 bytes are all a matcher reads to match an arrival against a posted
+// receive and, for a contiguous receive buffer, to deliver it (one cache line of the
+// Request, see there); the probe results follow.
 struct MatchOp {
   enum Kind : uint8_t { kRecv, kProbe, kMprobe, kCancel };
-  Kind kind = kRecv;
   int source = 0;
   int tag = 0;
   MatchOp* next = nullptr;        // matcher's private list link
   struct Request* req = nullptr;  // kRecv, kCancel
-  std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
+  // kRecv into a contiguous buffer (`contiguous`): the first byte of its data, how
+  // many bytes fit, and the element size (only whole elements are written).
+  // Otherwise the Request's type description applies.
+  char* dst = nullptr;
+  int64_t cap = 0;
+  uint32_t elem = 0;
+  Kind kind = kRecv;
+  bool contiguous = false;
   bool found = false;             // probe/mprobe/cancel result
+  std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
   Envelope* env = nullptr;        // mprobe result
   EP_Status status{};             // probe result
 };
 
 enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
 
-// Cache lines: a sender of this process that matches a posted receive in place touches
-// only the first two lines of its Request (64-byte aligned): line 0 holds what the
-// completion writes and the waiter reads (state, status) and the buffer; line 1
-// the type description and the hot part of the MatchOp.  Each line costs a transfer
-// between cores, so this layout is part of the local latency.
+// Cache lines: a sender of this process that matches a posted receive with a contiguous
+// buffer in place touches two lines of its Request (64-byte aligned), each once:
+// it reads line 1 (the MatchOp's first 48 bytes: match fields, destination, capacity),
+// which the poster wrote, and writes line 0 (status, then state), on which the waiter
+// spins.  The matcher never reads line 0, so it needs no second transfer of the line
+// the waiter keeps pulling back.  Each transfer between cores is part of the local
+// latency, so this layout is too.
 struct alignas(64) Request final : progress::Completion {
   // Bits of `state`: 0 is pending; a sleeping waiter sets kPendingWaited, the completer
   // kComplete, the user's release of a pending request kReleased.
   static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2, kReleased = 4;
 
-  // Line 0 (after the vtable pointer).
+  // Line 0 (after the vtable pointer): what the completion writes and the waiter reads.
   std::atomic<uint32_t> state{kPending};
   RequestKind kind = RequestKind::kSend;
   bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
   // The shared, always complete request (completed_send_request): never freed, never
   // written after its construction, so any number of threads may hold it.
   bool immortal = false;
-  // Receive description (kRecv); the matcher reads these.
-  int count = 0;
-  void* buf = nullptr;
-  MPI_Datatype type = MPI_BYTE;
   EP_Status status{};
-  // Line 1.
-  TypeInfo ti;
-  MatchOp op;                                   // the receive's post in the matcher; op.req == this
   Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
   EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
+  // Line 1: the receive's post in the matcher (op.req == this); see MatchOp.
+  alignas(64) MatchOp op;
+  // Receive description (kRecv): the general delivery path reads these.
+  void* buf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_BYTE;
+  TypeInfo ti;
   // Truncated rendezvous receive: the payload lands here first (error path only).
   char* drain_buf = nullptr;
   int64_t drain_bytes = 0;
