@@ -295,9 +295,16 @@ void deliver(Request* r, Envelope* e) {
   const bool truncated = e->bytes > cap;
   const int64_t n = truncated ? cap : e->bytes;
   if (e->kind == Envelope::kEager) {
+    bool inline_payload = false;
     if (contiguous) {
       const int64_t whole = n - n % r->op.elem;  // as unpack(): whole elements only
-      if (whole > 0) std::memcpy(r->op.dst, e->data, static_cast<size_t>(whole));
+      if (whole > 0 && whole <= Request::kInlineBytes) {
+        // The waiter copies it (see "Inline payload" in request.h).
+        std::memcpy(r->inline_data, e->data, static_cast<size_t>(whole));
+        inline_payload = true;
+      } else if (whole > 0) {
+        std::memcpy(r->op.dst, e->data, static_cast<size_t>(whole));
+      }
     } else {
       unpack(e->data, n, r->buf, r->count, r->type, r->ti);
     }
@@ -306,7 +313,7 @@ void deliver(Request* r, Envelope* e) {
     r->status.EP_ERROR = truncated ? EP_ERR_TRUNCATE : EP_SUCCESS;
     r->status.ep_bytes_ = n;
     std::free(e->block);  // may hold *e itself: after its last read
-    request_complete(r);
+    request_complete(r, inline_payload);
     return;
   }
   r->status.EP_SOURCE = e->src_rank;

@@ -58,9 +58,18 @@ Request* completed_send_request() {
   return shared;
 }
 
+void request_take_inline(Request* r, uint32_t state) {
+  const int64_t n = r->status.ep_bytes_;
+  std::memcpy(r->op.dst, r->inline_data, static_cast<size_t>(n - n % r->op.elem));
+  // relaxed: only this observer reads the bit from now on (see "Inline payload").
+  r->state.store(state & ~Request::kInline, std::memory_order_relaxed);
+}
+
 namespace {
-// Both holders let go (see "Lifetime" in request.h): back to this thread's cache.
-void recycle(Request* r) {
+// Both holders let go (see "Lifetime" in request.h): back to this thread's cache.  An
+// inline payload nobody observed still reaches the buffer (a freed receive).
+void recycle(Request* r, uint32_t state) {
+  if ((state & Request::kInline) != 0) request_take_inline(r, state);
   std::free(r->drain_buf);
   if (t_requests.n < 64) {
     t_requests.items[t_requests.n++] = r;
@@ -74,23 +83,23 @@ void request_unref(Request* r) {
   if (r->immortal) return;  // the shared complete request (plain read: never written)
   // acquire: pairs with the completer's acq_rel fetch_or; once kComplete is seen the
   // completer no longer touches the request (but a futex wake), so no write is needed.
-  if ((r->state.load(std::memory_order_acquire) & Request::kComplete) == 0) {
+  uint32_t s = r->state.load(std::memory_order_acquire);
+  if ((s & Request::kComplete) == 0) {
     // acq_rel: pairs with the completer's fetch_or - whichever comes second recycles.
-    if ((r->state.fetch_or(Request::kReleased, std::memory_order_acq_rel) & Request::kComplete) ==
-        0) {
-      return;  // still pending: the completion recycles it
-    }
+    s = r->state.fetch_or(Request::kReleased, std::memory_order_acq_rel);
+    if ((s & Request::kComplete) == 0) return;  // still pending: the completion recycles it
   }
-  recycle(r);
+  recycle(r, s);
 }
 
-void request_complete(Request* r) {
+void request_complete(Request* r, bool inline_payload) {
   if (r->kind == RequestKind::kBsend && r->bsend != nullptr) r->bsend->release(r->segment);
+  const uint32_t bits = inline_payload ? Request::kComplete | Request::kInline : Request::kComplete;
   // acq_rel: release publishes status (pairs with the acquire in request_done() and
   // request_wait()); acquire pairs with a user's kReleased fetch_or before we recycle.
-  const uint32_t old = r->state.fetch_or(Request::kComplete, std::memory_order_acq_rel);
+  const uint32_t old = r->state.fetch_or(bits, std::memory_order_acq_rel);
   if ((old & Request::kReleased) != 0) {
-    recycle(r);  // nobody holds a handle: nobody waits either
+    recycle(r, old | bits);  // nobody holds a handle: nobody waits either
     return;
   }
   // From here on the user may already have recycled r: only the futex wake may follow
@@ -117,6 +126,7 @@ void request_wait(Request* r, progress::Policy policy) {
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
+      if ((s & Request::kInline) != 0) request_take_inline(r, s);
       if (helping) engine.helper_leave(/*wake_now=*/false);
       return;
     }

@@ -24,6 +24,17 @@
 // request complete none - on the local ping-pong path every RMW on that line is a
 // transfer between cores while the waiter spins on it.
 //
+// Inline payload: a matcher that delivers an eager message of at most kInlineBytes
+// into a contiguous receive buffer does not write the user's buffer: it copies the
+// bytes into inline_data, on line 0 with the status, and completes with kComplete |
+// kInline.  The first observer of completion - request_done()/request_wait(), on the
+// thread that tests or waits, which has just read line 0 anyway - copies them to the
+// buffer and clears kInline with a plain store (the completer no longer touches the
+// word; MPI forbids concurrent tests of one request).  A request nobody observes (the
+// user freed it) gets its copy from whichever side recycles it.  So a small local
+// message costs the receiver no transfer of its buffer's cache line between cores:
+// the matcher writes one line of the request, the waiter reads it.
+//
 // Memory ordering: request_complete() writes `status` then fetch_or(kComplete) with
 // acq_rel; request_wait()/request_done() load `state` with acquire (pairs with that
 // release), so a waiter that sees kComplete sees the status.  A waiter that wants to
@@ -82,8 +93,11 @@ enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGreques
 // latency, so this layout is too.
 struct alignas(64) Request final : progress::Completion {
   // Bits of `state`: 0 is pending; a sleeping waiter sets kPendingWaited, the completer
-  // kComplete, the user's release of a pending request kReleased.
-  static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2, kReleased = 4;
+  // kComplete (and kInline when the payload waits in inline_data), the user's release
+  // of a pending request kReleased.
+  static constexpr uint32_t kPending = 0, kPendingWaited = 1, kComplete = 2, kReleased = 4,
+                            kInline = 8;
+  static constexpr int kInlineBytes = 24;
 
   // Line 0 (after the vtable pointer): what the completion writes and the waiter reads.
   std::atomic<uint32_t> state{kPending};
@@ -93,10 +107,11 @@ struct alignas(64) Request final : progress::Completion {
   // written after its construction, so any number of threads may hold it.
   bool immortal = false;
   EP_Status status{};
-  Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
-  EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
+  alignas(8) char inline_data[kInlineBytes];  // see "Inline payload"
   // Line 1: the receive's post in the matcher (op.req == this); see MatchOp.
   alignas(64) MatchOp op;
+  Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
+  EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
   // Receive description (kRecv): the general delivery path reads these.
   void* buf = nullptr;
   int count = 0;
@@ -129,12 +144,18 @@ Request* request_new(RequestKind kind, bool user_handle);
 // and its EP_Wait only reads a line every thread shares.
 Request* completed_send_request();
 // Publishes `status` and completes: the operation's hold ends (see "Lifetime").
-void request_complete(Request* r);
+// `inline_payload`: the data waits in inline_data (see "Inline payload").
+void request_complete(Request* r, bool inline_payload = false);
+// Copies an inline payload to the receive buffer (first observer; see "Inline payload").
+void request_take_inline(Request* r, uint32_t state);
 // The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
-inline bool request_done(const Request* r) {
+inline bool request_done(Request* r) {
   // acquire: pairs with the acq_rel fetch_or in request_complete.
-  return (r->state.load(std::memory_order_acquire) & Request::kComplete) != 0;
+  const uint32_t s = r->state.load(std::memory_order_acquire);
+  if ((s & Request::kComplete) == 0) return false;
+  if ((s & Request::kInline) != 0) request_take_inline(r, s);
+  return true;
 }
 // Completion check that also drives the engine once if the request needs it.
 bool request_test(Request* r);

@@ -429,6 +429,95 @@ TEST(Requests, GetStatusDoesNotFreeTheRequest) {
   });
 }
 
+// Small messages (libep keeps up to 24 bytes with the request's status and copies them
+// into the buffer when the completion is first observed, runtime/request.h "Inline
+// payload"): the data is in the buffer after every completion form, exactly once -
+// a Wait after Request_get_status found the request complete must not copy it again
+// over what the user wrote meanwhile - and a receive freed before its message came
+// still gets its data.  Within a process and across, with a whole and a partial
+// last element and a truncating receive.
+TEST(Requests, SmallPayloadsReachTheBufferOnceInEveryCompletionForm) {
+  run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
+    int me = rank_of(comm), size = size_of(comm);
+    const int to = (me + 1) % size, from = (me + size - 1) % size;
+    constexpr int kForms = 9;
+    int64_t in[kForms][3];
+    EP_Request r[kForms];
+    for (int f = 0; f < kForms; ++f) {
+      in[f][0] = in[f][1] = in[f][2] = -1;
+      ASSERT_EQ(EP_Irecv(in[f], 3, MPI_INT64_T, from, 20 + f, comm, &r[f]), EP_SUCCESS);
+    }
+    ASSERT_EQ(EP_Request_free(&r[8]), EP_SUCCESS);  // freed before its message comes
+    ep_barrier(comm);  // every receive is posted: the messages meet posted receives
+    for (int f = 0; f < kForms; ++f) {
+      int64_t out[3] = {me * 1000 + f, me * 1000 + f + 1, me * 1000 + f + 2};
+      ASSERT_EQ(EP_Send(out, 3, MPI_INT64_T, to, 20 + f, comm), EP_SUCCESS);
+    }
+    auto check = [&](int f) {
+      EXPECT_EQ(in[f][0], from * 1000 + f) << "form " << f;
+      EXPECT_EQ(in[f][2], from * 1000 + f + 2) << "form " << f;
+    };
+    EP_Status st;
+    int flag = 0, index = -1, outcount = 0, indices[1];
+    // 0: Request_get_status, then the user writes, then Wait: no second copy.
+    while (!flag) ASSERT_EQ(EP_Request_get_status(r[0], &flag, &st), EP_SUCCESS);
+    check(0);
+    in[0][0] = 77;
+    ASSERT_EQ(EP_Wait(&r[0], &st), EP_SUCCESS);
+    EXPECT_EQ(in[0][0], 77);
+    EXPECT_EQ(st.EP_SOURCE, from);
+    int count = 0;
+    EP_Get_count(&st, MPI_INT64_T, &count);
+    EXPECT_EQ(count, 3);
+    // 1-7: each completion form.
+    ASSERT_EQ(EP_Wait(&r[1], EP_STATUS_IGNORE), EP_SUCCESS);
+    check(1);
+    for (flag = 0; !flag;) ASSERT_EQ(EP_Test(&r[2], &flag, EP_STATUS_IGNORE), EP_SUCCESS);
+    check(2);
+    ASSERT_EQ(EP_Waitany(1, &r[3], &index, EP_STATUS_IGNORE), EP_SUCCESS);
+    check(3);
+    for (flag = 0; !flag;) EP_Testany(1, &r[4], &index, &flag, EP_STATUS_IGNORE);
+    check(4);
+    ASSERT_EQ(EP_Waitsome(1, &r[5], &outcount, indices, EP_STATUSES_IGNORE), EP_SUCCESS);
+    check(5);
+    for (outcount = 0; outcount == 0;) {
+      EP_Testsome(1, &r[6], &outcount, indices, EP_STATUSES_IGNORE);
+    }
+    check(6);
+    for (flag = 0; !flag;) EP_Testall(1, &r[7], &flag, EP_STATUSES_IGNORE);
+    check(7);
+    // 8: freed; non-overtaking puts its message before this later one.
+    int64_t token = 0, got = -1;
+    EP_Sendrecv(&token, 1, MPI_INT64_T, to, 20 + 8, &got, 1, MPI_INT64_T, from, 20 + 8, comm,
+                EP_STATUS_IGNORE);
+    const double t0 = EP_Wtime();
+    volatile int64_t* last = &in[8][2];
+    while (*last != from * 1000 + 10 && EP_Wtime() - t0 < 10) usleep(1000);
+    check(8);
+    // A partial last element (20 bytes into int64s: 2 whole ones) and a truncating
+    // receive (3 elements into 2): only whole elements land, the rest stays.
+    int64_t part[3] = {-1, -1, -1}, small[2] = {-1, -1};
+    EP_Request a, b;
+    ASSERT_EQ(EP_Irecv(part, 3, MPI_INT64_T, from, 40, comm, &a), EP_SUCCESS);
+    ASSERT_EQ(EP_Irecv(small, 2, MPI_INT64_T, from, 41, comm, &b), EP_SUCCESS);
+    ep_barrier(comm);
+    int64_t five[3] = {me + 100, me + 200, me + 300};
+    ASSERT_EQ(EP_Send(five, 20, MPI_BYTE, to, 40, comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Send(five, 3, MPI_INT64_T, to, 41, comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Wait(&a, &st), EP_SUCCESS);
+    EXPECT_EQ(part[0], from + 100);
+    EXPECT_EQ(part[1], from + 200);
+    EXPECT_EQ(part[2], -1);
+    int elements = 0;
+    EP_Get_elements(&st, MPI_BYTE, &elements);
+    EXPECT_EQ(elements, 20);
+    EXPECT_EQ(EP_Wait(&b, &st), EP_ERR_TRUNCATE);
+    EXPECT_EQ(small[0], from + 100);
+    EXPECT_EQ(small[1], from + 200);
+    ep_barrier(comm);
+  });
+}
+
 // An eager send is complete when EP_Isend returns (its data was copied), before any
 // receive is posted; its request behaves like any other complete send request in
 // every Wait/Test form, get_status, cancel and free.  (libep hands every such send
