@@ -96,9 +96,9 @@ void Engine::wake() {
   futex_wake_all(wake_word_);
 }
 
-bool Engine::try_progress() {
+bool Engine::try_progress(const std::atomic<uint32_t>* watch, uint32_t mask) {
   if (!take_baton()) return false;
-  bool work = pass();
+  bool work = pass(watch, mask);
   release_baton();
   return work;
 }
@@ -138,9 +138,11 @@ void Engine::release_baton() {
   baton_.store(0, std::memory_order_release);  // pairs with the acquire in take_baton()
 }
 
-bool Engine::pass() {
+bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
   bool work = drain_commands();
-  work |= poll_packets();
+  work |= poll_packets(watch, mask);
+  // relaxed: the waiter re-reads its word with acquire; this only cuts the pass short.
+  if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) return true;
   work |= test_active();
   // acquire: pairs with the release in set_pass_hook().
   if (PassHook hook = hook_.load(std::memory_order_acquire)) {
@@ -266,9 +268,11 @@ bool Engine::drain_commands() {
   return true;
 }
 
-bool Engine::poll_packets() {
+bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
   bool any = false;
   for (int i = 0; i < 64; ++i) {
+    // relaxed: only ends the loop early (see "The progress baton" in engine.h).
+    if (any && watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) break;
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;

@@ -18,7 +18,12 @@
 // packet (send_outbox), after the commands queued before it.  Sends that only free a
 // buffer when done are tested every kLazyTestPasses passes, not in every pass of a
 // waiter.  Completion and PacketSink callbacks therefore run on
-// whichever thread holds the baton.
+// whichever thread holds the baton.  A waiter's pass may name the word its wait is
+// for (try_progress(watch, mask)): the pass then ends as soon as a delivered packet
+// set one of `mask`'s bits there - before the next MPI_Improbe, which would find
+// nothing in a ping-pong, and before the tests and the collectives' hook - so the
+// waiter returns to its application one empty probe earlier; the next pass, of
+// whoever holds the baton then, does the rest.
 //
 // Two MPI communicators, both duplicates of MPI_COMM_WORLD made by start():
 //   packet comm: every packet (header + eager payload, or a rendezvous header), tag
@@ -169,7 +174,7 @@ class Engine {
   void submit_from_pass(const Command& command) { execute(command); }
   // Runs one progress pass if no other thread holds the baton.  Returns true if this
   // call made progress.  Thread-safe.
-  bool try_progress();
+  bool try_progress(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   // True while some thread runs a pass (a hint: it may end at any moment).
   bool baton_held() const { return baton_.load(std::memory_order_relaxed) != 0; }
   // Like try_progress, but only starts queued commands (a sender pushing its own
@@ -231,7 +236,8 @@ class Engine {
   void run();
   bool take_baton();     // acquire; false if another thread holds it
   void release_baton();  // release
-  bool pass();           // requires the baton
+  // Requires the baton.  `watch`/`mask`: see "The progress baton" (nullptr: a full pass).
+  bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   bool drain_commands();
   // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
   void flush_bundle();
@@ -239,7 +245,7 @@ class Engine {
   // MPI_Isend of malloc'ed `buf` on the packet comm; freed once sent (or if it fails).
   void send_owned(char* buf, size_t len, int peer, int tag);
   void deliver_bundle(int src, const char* data, size_t len);
-  bool poll_packets();
+  bool poll_packets(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   bool test_active();
   void execute(const Command& c);
   void track(MPI_Request req, Completion* done, void* free_buf);

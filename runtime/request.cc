@@ -136,7 +136,7 @@ void request_wait(Request* r, progress::Policy policy) {
       engine.helper_enter();
       helping = true;
     }
-    if (r->needs_engine && engine.try_progress()) {
+    if (r->needs_engine && engine.try_progress(&r->state, Request::kComplete)) {
       // A pass that made progress keeps a point-to-point waiter hot.  A collective
       // waiter's passes mostly serve other traffic (window operations, other
       // communicators) while its operation waits for slower endpoints: it backs off
