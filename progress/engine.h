@@ -149,6 +149,10 @@ class Engine {
  public:
   static constexpr size_t kHeadroom = 128;
   static constexpr int kPacketTag = 0, kBundleTag = 1;
+  // A packet alone of at most this size is received into the engine's inbound buffer
+  // and handed to the sink in place (on_record), like a record of a bundle: no
+  // allocation per small message.  Larger ones get a block of their own (on_packet).
+  static constexpr size_t kSmallPacketBytes = 256;
   // A bundle holds at most this many bytes of packets (larger ones travel alone).
   static constexpr size_t kBundleBytes = 64 * 1024;
   static constexpr int kDataTagMask = (1 << 27) - 1;
@@ -244,6 +248,8 @@ class Engine {
   void flush_outbox(Outbox* outbox);
   // MPI_Isend of malloc'ed `buf` on the packet comm; freed once sent (or if it fails).
   void send_owned(char* buf, size_t len, int peer, int tag);
+  // The same for `len` bytes at `data` inside the malloc'ed `block` (freed when sent).
+  void send_owned_at(char* block, const char* data, size_t len, int peer, int tag);
   void deliver_bundle(int src, const char* data, size_t len);
   bool poll_packets(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   bool test_active();

