@@ -58,18 +58,17 @@ Request* completed_send_request() {
   return shared;
 }
 
-void request_take_inline(Request* r, uint32_t state) {
+void request_take_inline(Request* r) {
   const int64_t n = r->status.ep_bytes_;
   std::memcpy(r->op.dst, r->inline_data, static_cast<size_t>(n - n % r->op.elem));
-  // relaxed: only this observer reads the bit from now on (see "Inline payload").
-  r->state.store(state & ~Request::kInline, std::memory_order_relaxed);
+  r->inline_taken = true;  // read by later observers of this request (same thread or ordered)
 }
 
 namespace {
 // Both holders let go (see "Lifetime" in request.h): back to this thread's cache.  An
 // inline payload nobody observed still reaches the buffer (a freed receive).
 void recycle(Request* r, uint32_t state) {
-  if ((state & Request::kInline) != 0) request_take_inline(r, state);
+  if ((state & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
   std::free(r->drain_buf);
   if (t_requests.n < 64) {
     t_requests.items[t_requests.n++] = r;
@@ -126,7 +125,7 @@ void request_wait(Request* r, progress::Policy policy) {
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
-      if ((s & Request::kInline) != 0) request_take_inline(r, s);
+      if ((s & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
       if (helping) engine.helper_leave(/*wake_now=*/false);
       return;
     }

@@ -29,11 +29,11 @@
 // bytes into inline_data, on line 0 with the status, and completes with kComplete |
 // kInline.  The first observer of completion - request_done()/request_wait(), on the
 // thread that tests or waits, which has just read line 0 anyway - copies them to the
-// buffer and clears kInline with a plain store (the completer no longer touches the
-// word; MPI forbids concurrent tests of one request).  A request nobody observes (the
-// user freed it) gets its copy from whichever side recycles it.  So a small local
-// message costs the receiver no transfer of its buffer's cache line between cores:
-// the matcher writes one line of the request, the waiter reads it.
+// buffer and sets inline_taken, a plain field of the waiter's own (MPI forbids
+// concurrent tests of one request; later observers are ordered after it).  A request
+// nobody observes (the user freed it) gets its copy from whichever side recycles it.  So a small
+// local message costs the receiver no transfer of its buffer's cache line between cores: the
+// matcher writes one line of the request, the waiter reads it.
 //
 // Memory ordering: request_complete() writes `status` then fetch_or(kComplete) with
 // acq_rel; request_wait()/request_done() load `state` with acquire (pairs with that
@@ -110,6 +110,10 @@ struct alignas(64) Request final : progress::Completion {
   alignas(8) char inline_data[kInlineBytes];  // see "Inline payload"
   // Line 1: the receive's post in the matcher (op.req == this); see MatchOp.
   alignas(64) MatchOp op;
+  // The inline payload was copied to the buffer (first observer; "Inline payload").  A
+  // field of the waiter's own, apart from line 0: writing line 0 after observing the
+  // completion would pull it back from the matcher's core once more.
+  bool inline_taken = false;
   Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
   EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
   // Receive description (kRecv): the general delivery path reads these.
@@ -147,14 +151,14 @@ Request* completed_send_request();
 // `inline_payload`: the data waits in inline_data (see "Inline payload").
 void request_complete(Request* r, bool inline_payload = false);
 // Copies an inline payload to the receive buffer (first observer; see "Inline payload").
-void request_take_inline(Request* r, uint32_t state);
+void request_take_inline(Request* r);
 // The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
 inline bool request_done(Request* r) {
   // acquire: pairs with the acq_rel fetch_or in request_complete.
   const uint32_t s = r->state.load(std::memory_order_acquire);
   if ((s & Request::kComplete) == 0) return false;
-  if ((s & Request::kInline) != 0) request_take_inline(r, s);
+  if ((s & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
   return true;
 }
 // Completion check that also drives the engine once if the request needs it.
