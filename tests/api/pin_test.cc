@@ -55,7 +55,9 @@ TEST(ProgressCpus, MainThreadIsNotPinned) {
   std::vector<int> mine = ep_test::affinity_of(0);
   // The machine's mask (0-1 here) is unchanged for the application's threads.
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-  if (ncpu >= 2) EXPECT_GE(mine.size(), 2u);
+  if (ncpu >= 2) {
+    EXPECT_GE(mine.size(), 2u);
+  }
 }
 
 TEST(ProgressCpus, PinnedProgressThreadCarriesTraffic) {
