@@ -42,7 +42,9 @@ TEST(ThreadLevel, EpInitFailsWithErrThreadLevelUnlessMpiProvidesMultiple) {
                 level_name(g_required));
     EXPECT_EQ(rc, EP_SUCCESS) << ep_test::last_error(rc);
     EXPECT_EQ(ep_test::progress_thread_count(), 1);
-    if (rc == EP_SUCCESS) EXPECT_EQ(EP_Finalize(), EP_SUCCESS);
+    if (rc == EP_SUCCESS) {
+      EXPECT_EQ(EP_Finalize(), EP_SUCCESS);
+    }
     return;
   }
   EXPECT_LT(g_provided, MPI_THREAD_MULTIPLE);
