@@ -203,14 +203,16 @@ void Engine::flush_outbox(Outbox* outbox) {
   outbox->take(&batches_);
   outbox->unref();  // the flush command's reference
   for (const Outbox::Batch& b : batches_) {
-    uint32_t head[2];
-    if (b.bundle && b.len >= kRecordHeader) std::memcpy(head, b.buf, kRecordHeader);
-    if (b.bundle && b.len >= kRecordHeader && record_size(head[0]) == b.len) {
-      // One record: it goes as a packet of its own, without the record header (a small
-      // message stays within MPI's fastest size; see kSmallPacketBytes).
-      send_owned_at(b.buf, b.buf + kRecordHeader, head[0], b.peer, kPacketTag);
-      Stats::bump(stats_.packets_sent);
-      continue;
+    if (b.bundle && b.len >= kRecordHeader) {
+      uint32_t head[2];
+      std::memcpy(head, b.buf, kRecordHeader);
+      if (record_size(head[0]) == b.len) {
+        // One record: it goes as a packet of its own, without the record header (a small
+        // message stays within MPI's fastest size; see kSmallPacketBytes).
+        send_owned_at(b.buf, b.buf + kRecordHeader, head[0], b.peer, kPacketTag);
+        Stats::bump(stats_.packets_sent);
+        continue;
+      }
     }
     send_owned(b.buf, b.len, b.peer, b.bundle ? kBundleTag : kPacketTag);
     Stats::bump(b.bundle ? stats_.bundles_sent : stats_.packets_sent);
