@@ -14,24 +14,31 @@
 //           by the owning endpoint (one thread at a time).
 //   posted_, unexpected_: FIFO lists touched only by the current *matcher*.
 // Whoever adds an item (push to inbox_ or posts_) then calls kick():
-//   work_.fetch_add(1); if it was 0 the caller becomes the matcher, else the current
+//   line_.work.fetch_add(1); if it was 0 the caller becomes the matcher, else the current
 //   matcher is guaranteed to see the item (below) and the caller just returns.
 // The matcher loops: drain inbox_ (each arrival matched against posted_ in post
 // order, else appended to unexpected_), drain posts_ (each receive matched against
 // unexpected_ in arrival order, else appended to posted_; probes read unexpected_),
-// then tries CAS(work_, seen -> 0).  If anyone kicked meanwhile the CAS fails and
+// then tries CAS(line_.work, seen -> 0).  If anyone kicked meanwhile the CAS fails and
 // the matcher runs another round.  Hence at most one matcher at a time, every item
 // pushed before a kick is processed by the matcher of that kick or a later one, and
 // each item is processed exactly once, by one thread, in its queue's order.
-// In place.  A sender that finds work_ == 0 may CAS 0 -> 1 and match its message in
+// In place.  A sender that finds line_.work == 0 may CAS 0 -> 1 and match its message in
 // place (try_deliver_direct), avoiding the queue; a poster likewise handles its op in
 // place (post).  Neither drains the queues first, because nothing in them must come
-// first: work_ == 0 means every item whose kick happened was processed, and an item
+// first: line_.work == 0 means every item whose kick happened was processed, and an item
 // pushed but not yet kicked comes from another thread - another source, or a post
 // not yet complete - so it is concurrent with ours and MPI allows either order (one
 // source's arrivals are pushed by one thread at a time, and it kicks before its
 // next push or in-place match).  Afterwards CAS(1 -> 0); if it fails, someone kicked:
 // drain the queues and try again (finish_rounds).
+// The first posted receive.  A sender matching in place needs the matcher's line
+// (line_.work) anyway; the fields of the first posted receive - match criteria, where its
+// data goes, its request and its successor - are copied onto that same line (Line),
+// so matching and delivering it costs no transfer of the receive's own MatchOp line
+// from the poster's core.  While an op is the head, line_.head_next is its list link (its
+// own `next` field is stale); the head is popped after its delivery, which reads
+// nothing but the copy, and the successor's fields are copied in then.
 // Ordering argument: arrivals from one source are processed in send order and each
 // goes to the first posted receive that matches it; receives are processed in post
 // order and each takes the first unexpected arrival that matches it - MPI's
@@ -41,7 +48,7 @@
 // matcher only.
 //
 // Memory ordering: producers push (release inside the queues) and then
-// work_.fetch_add(acq_rel); the matcher's CAS(seen -> 0) uses acq_rel, so a failed
+// line_.work.fetch_add(acq_rel); the matcher's CAS(seen -> 0) uses acq_rel, so a failed
 // CAS (acquire) sees every push counted after `seen`, and the next matcher's
 // fetch_add/CAS (acquire) synchronizes-with the previous matcher's successful CAS
 // (release), handing over posted_/unexpected_.  MatchOp::done is stored with release
@@ -49,10 +56,10 @@
 #ifndef EP_RUNTIME_MATCHING_H_
 #define EP_RUNTIME_MATCHING_H_
 
+#include <concurrentqueue/concurrentqueue.h>
 #include <tbb/concurrent_queue.h>
 
 #include <atomic>
-#include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
 
 #include "runtime/datatype.h"
@@ -95,8 +102,9 @@ inline bool envelope_matches(int source, int tag, const Envelope& e) {
 
 class Matcher {
  public:
-  // Called by the matcher when receive `r` takes message `e` (consumes `e`).
-  using DeliverFn = void (*)(Request* r, Envelope* e);
+  // Called by the matcher when receive `r` takes message `e` (consumes `e`); `target`
+  // is r->op.target (the matcher's copy of it: use it, not r->op).
+  using DeliverFn = void (*)(Request* r, RecvTarget target, Envelope* e);
   // Makes an unexpected envelope own its payload (it was matched in place before).
   using MaterializeFn = Envelope* (*)(Envelope* e);
 
@@ -118,7 +126,7 @@ class Matcher {
   // nothing, if another matcher is active.
   bool try_deliver_direct(Envelope* e);
   // True while some thread is acting as this matcher (for safe reclamation).
-  bool busy() const { return work_.load(std::memory_order_acquire) != 0; }
+  bool busy() const { return line_.work.load(std::memory_order_acquire) != 0; }
 
  private:
   void kick();
@@ -127,7 +135,12 @@ class Matcher {
   void process_all();
   void arrive(Envelope* e);
   void handle(MatchOp* op);
-  void unlink_posted(MatchOp* prev, MatchOp* p);
+  // The posted list (see "The first posted receive"): append in post order; unlink
+  // the first one (after its delivery) or `p`, which follows `prev`.
+  void append_posted(MatchOp* op);
+  void pop_head();
+  void unlink_after(MatchOp* prev, MatchOp* p);
+  void load_head(MatchOp* op);
   // A probe found `u`: publish its envelope in op->status and mark op done.
   void report(MatchOp* op, const Envelope* u);
 
@@ -138,12 +151,26 @@ class Matcher {
   // tbbmalloc, invisible to ThreadSanitizer (false races), and posts are not hot enough
   // for it to matter.
   tbb::concurrent_queue<MatchOp*, std::allocator<MatchOp*>> posts_;
-  alignas(64) std::atomic<uint32_t> work_{0};
-  // Matcher-private (see the protocol above):
-  MatchOp* posted_head_ = nullptr;
-  MatchOp* posted_tail_ = nullptr;
-  Envelope* unexpected_head_ = nullptr;
-  Envelope* unexpected_tail_ = nullptr;
+  // One cache line: all that a sender matching the first posted receive in place reads
+  // and writes of the matcher, and all that posting a receive does.
+  struct alignas(64) Line {
+    std::atomic<uint32_t> work{0};
+    // Matcher-private (see the protocol above).  The first posted receive's fields
+    // (see "The first posted receive"); head_req nullptr: nothing is posted.
+    uint32_t head_elem = 0;
+    int head_source = 0;
+    int head_tag = 0;
+    char* head_dst = nullptr;
+    int64_t head_cap = 0;
+    Request* head_req = nullptr;
+    MatchOp* head_next = nullptr;
+    MatchOp* posted_tail = nullptr;
+    Envelope* unexpected_head = nullptr;
+  };
+  static_assert(sizeof(Line) == 64, "the matcher's hot fields share one cache line");
+  Line line_;
+  // Matcher-private, on the next line: touched when an unexpected message waits.
+  alignas(64) Envelope* unexpected_tail_ = nullptr;
 };
 
 }  // namespace ep::runtime

@@ -224,10 +224,9 @@ Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
   r->type = type;
   r->ti = ti;
   if (ti.contiguous && ti.size > 0 && ti.size <= UINT32_MAX) {
-    r->op.contiguous = true;
-    r->op.elem = static_cast<uint32_t>(ti.size);
-    r->op.dst = static_cast<char*>(buf) + ti.true_lb;
-    r->op.cap = ti.size * count;
+    r->op.target.elem = static_cast<uint32_t>(ti.size);
+    r->op.target.dst = static_cast<char*>(buf) + ti.true_lb;
+    r->op.target.cap = ti.size * count;
   }
   return r;
 }
@@ -273,7 +272,7 @@ bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env)
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
   Request* r = new_recv(buf, count, type, ti);
   r->needs_engine = env->kind == Envelope::kRemoteRndv;
-  deliver(r, env);
+  deliver(r, r->op.target, env);
   return r;
 }
 
@@ -292,22 +291,22 @@ bool cancel_recv(Request* r) {
   return true;
 }
 
-void deliver(Request* r, Envelope* e) {
-  // A contiguous receive reads only its MatchOp (see "Cache lines" in request.h).
-  const bool contiguous = r->op.contiguous;
-  const int64_t cap = contiguous ? r->op.cap : r->ti.size * r->count;
+void deliver(Request* r, RecvTarget t, Envelope* e) {
+  // A contiguous receive reads only `t` (see "Cache lines" in request.h).
+  const bool contiguous = t.elem != 0;
+  const int64_t cap = contiguous ? t.cap : r->ti.size * r->count;
   const bool truncated = e->bytes > cap;
   const int64_t n = truncated ? cap : e->bytes;
   if (e->kind == Envelope::kEager) {
     bool inline_payload = false;
     if (contiguous) {
-      const int64_t whole = n - n % r->op.elem;  // as unpack(): whole elements only
+      const int64_t whole = n - n % t.elem;  // as unpack(): whole elements only
       if (whole > 0 && whole <= Request::kInlineBytes) {
         // The waiter copies it (see "Inline payload" in request.h).
         std::memcpy(r->inline_data, e->data, static_cast<size_t>(whole));
         inline_payload = true;
       } else if (whole > 0) {
-        std::memcpy(r->op.dst, e->data, static_cast<size_t>(whole));
+        std::memcpy(t.dst, e->data, static_cast<size_t>(whole));
       }
     } else {
       unpack(e->data, n, r->buf, r->count, r->type, r->ti);

@@ -39,7 +39,8 @@ Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
 bool cancel_recv(Request* r);
 
 // Matcher callbacks.
-void deliver(Request* r, Envelope* e);
+// `t` is r->op.target (or the matcher's copy of it).
+void deliver(Request* r, RecvTarget t, Envelope* e);
 Envelope* materialize(Envelope* e);
 
 }  // namespace ep::runtime

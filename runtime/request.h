@@ -58,24 +58,29 @@ class Endpoint;
 struct Envelope;
 class BsendBuffer;
 
+// Where a receive's data goes when its buffer is contiguous: the first byte of its
+// data, how many bytes fit, and the element size (only whole elements are written).
+// elem 0: not contiguous - the Request's type description applies.
+struct RecvTarget {
+  char* dst = nullptr;
+  int64_t cap = 0;
+  uint32_t elem = 0;
+};
+
 // A unit of work for an endpoint's matcher (see matching.h).
 // The first 48 bytes are all a matcher reads to match an arrival against a posted
 // receive and, for a contiguous receive buffer, to deliver it (one cache line of the
-// Request, see there); the probe results follow.
+// Request, see there) - and for the first posted receive not even those: the matcher
+// keeps a copy of them on its own line (Matcher::Line).  The probe results follow.
+// A posted receive's op is its Request's `op` (op.req == the request).
 struct MatchOp {
   enum Kind : uint8_t { kRecv, kProbe, kMprobe, kCancel };
   int source = 0;
   int tag = 0;
-  MatchOp* next = nullptr;        // matcher's private list link
+  MatchOp* next = nullptr;        // matcher's private list link (see Matcher::Line)
   struct Request* req = nullptr;  // kRecv, kCancel
-  // kRecv into a contiguous buffer (`contiguous`): the first byte of its data, how
-  // many bytes fit, and the element size (only whole elements are written).
-  // Otherwise the Request's type description applies.
-  char* dst = nullptr;
-  int64_t cap = 0;
-  uint32_t elem = 0;
+  RecvTarget target;              // kRecv
   Kind kind = kRecv;
-  bool contiguous = false;
   bool found = false;             // probe/mprobe/cancel result
   std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
   Envelope* env = nullptr;        // mprobe result
@@ -85,12 +90,13 @@ struct MatchOp {
 enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
 
 // Cache lines: a sender of this process that matches a posted receive with a contiguous
-// buffer in place touches two lines of its Request (64-byte aligned), each once:
+// buffer in place touches at most two lines of its Request (64-byte aligned), each once:
 // it reads line 1 (the MatchOp's first 48 bytes: match fields, destination, capacity),
-// which the poster wrote, and writes line 0 (status, then state), on which the waiter
-// spins.  The matcher never reads line 0, so it needs no second transfer of the line
-// the waiter keeps pulling back.  Each transfer between cores is part of the local
-// latency, so this layout is too.
+// which the poster wrote - unless the receive is the first one posted, whose fields
+// the matcher's own line holds (Matcher::Line), the usual case - and writes line 0
+// (status, then state), on which the waiter spins.  The matcher never reads line 0, so
+// it needs no second transfer of the line the waiter keeps pulling back.  Each transfer
+// between cores is part of the local latency, so this layout is too.
 struct alignas(64) Request final : progress::Completion {
   // Bits of `state`: 0 is pending; a sleeping waiter sets kPendingWaited, the completer
   // kComplete (and kInline when the payload waits in inline_data), the user's release

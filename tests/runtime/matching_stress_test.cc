@@ -24,8 +24,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -38,9 +38,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/common/harness.h"
 #include "runtime/matching.h"
 #include "runtime/request.h"
+#include "tests/common/harness.h"
 
 namespace {
 
@@ -66,9 +66,7 @@ uint64_t stress_seed() {
   return seed;
 }
 
-std::string seed_msg() {
-  return " [LIBEP_STRESS_SEED=" + std::to_string(stress_seed()) + "]";
-}
+std::string seed_msg() { return " [LIBEP_STRESS_SEED=" + std::to_string(stress_seed()) + "]"; }
 
 constexpr int kTags = 4;  // tags 0..3
 
@@ -77,11 +75,11 @@ constexpr int kTags = 4;  // tags 0..3
 struct Record {
   std::mutex mu;
   int per_producer = 0;
-  std::vector<int64_t> recv_msg;     // receive id -> message id or -1
-  std::vector<int64_t> msg_recv;     // message id -> receive id or -1
-  std::vector<int64_t> msg_idx;      // message id -> global match index or -1
-  std::vector<std::string> errors;   // first few problems seen inside callbacks
-  int64_t matches = 0;               // guarded by mu
+  std::vector<int64_t> recv_msg;      // receive id -> message id or -1
+  std::vector<int64_t> msg_recv;      // message id -> receive id or -1
+  std::vector<int64_t> msg_idx;       // message id -> global match index or -1
+  std::vector<std::string> errors;    // first few problems seen inside callbacks
+  int64_t matches = 0;                // guarded by mu
   std::atomic<int64_t> delivered{0};  // for throttling only
 };
 
@@ -99,9 +97,20 @@ Envelope* new_envelope(int src, int tag, int64_t seq) {
   return e;
 }
 
-void deliver_fn(Request* r, Envelope* e) {
+// Every receive gets a target of its own (set_target), so a delivery through the
+// matcher's copy of the first posted receive (Matcher::Head) that named another
+// receive's target, or a stale one, is caught.
+void set_target(Request* r, int64_t rid) {
+  r->op.target.dst = reinterpret_cast<char*>(static_cast<uintptr_t>(0x10000 + rid * 8));
+  r->op.target.cap = rid;
+  r->op.target.elem = static_cast<uint32_t>(rid % 7);
+}
+
+void deliver_fn(Request* r, ep::runtime::RecvTarget t, Envelope* e) {
   Record& rec = *g_rec;
   const int64_t rid = r->count;
+  const ep::runtime::RecvTarget& own = r->op.target;
+  const bool target_ok = t.dst == own.dst && t.cap == own.cap && t.elem == own.elem && t.cap == rid;
   const int src = e->src_rank, tag = e->tag;
   const int64_t seq = e->bytes;
   const bool owned = e->owned;
@@ -119,10 +128,13 @@ void deliver_fn(Request* r, Envelope* e) {
     } else {
       const int64_t mid = static_cast<int64_t>(src) * rec.per_producer + seq;
       if (!ep::runtime::envelope_matches(r->op.source, r->op.tag, *e)) {
-        err("deliver: receive " + std::to_string(rid) + " (source " +
-            std::to_string(r->op.source) + ", tag " + std::to_string(r->op.tag) +
-            ") got a non-matching message src=" + std::to_string(src) +
-            " tag=" + std::to_string(tag));
+        err("deliver: receive " + std::to_string(rid) + " (source " + std::to_string(r->op.source) +
+            ", tag " + std::to_string(r->op.tag) + ") got a non-matching message src=" +
+            std::to_string(src) + " tag=" + std::to_string(tag));
+      }
+      if (!target_ok) {
+        err("deliver: receive " + std::to_string(rid) + " got the target of receive " +
+            std::to_string(t.cap));
       }
       if (rec.recv_msg[rid] != -1) {
         err("deliver: receive " + std::to_string(rid) + " got a second message");
@@ -301,6 +313,7 @@ void run_scenario(const RunParams& p) {
     if (rid >= max_recvs) return -1;
     Request* r = new Request;
     r->count = static_cast<int>(rid);
+    set_target(r, rid);
     r->op.kind = MatchOp::kRecv;
     r->op.source = source;
     r->op.tag = tag;
@@ -330,8 +343,8 @@ void run_scenario(const RunParams& p) {
       EXPECT_EQ(got, -1) << "cancel of receive " << rid << " found it posted, but it had a message"
                          << where;
     } else {
-      EXPECT_NE(got, -1) << "cancel of receive " << rid
-                         << " did not find it, yet it has no message" << where;
+      EXPECT_NE(got, -1) << "cancel of receive " << rid << " did not find it, yet it has no message"
+                         << where;
     }
     return op.found;
   };
@@ -422,10 +435,9 @@ void run_scenario(const RunParams& p) {
             if (got != -1) break;
             pause();
           }
-          EXPECT_EQ(got, mid) << "receive after probe (source " << op.source << ", tag "
-                              << op.tag << ") got src=" << msgs[got].src
-                              << " seq=" << msgs[got].seq << ", probe had reported src=" << src
-                              << " seq=" << seq << where;
+          EXPECT_EQ(got, mid) << "receive after probe (source " << op.source << ", tag " << op.tag
+                              << ") got src=" << msgs[got].src << " seq=" << msgs[got].seq
+                              << ", probe had reported src=" << src << " seq=" << seq << where;
         }
       }
     } else if (!outstanding.empty()) {
@@ -455,9 +467,10 @@ void run_scenario(const RunParams& p) {
     matcher->post(&op);
     wait_done(op);
     EXPECT_FALSE(op.found) << "receive " << rid << " (source " << recvs[rid].source << ", tag "
-                           << recvs[rid].tag << ") is still posted although message src="
-                           << op.status.EP_SOURCE << " seq=" << op.status.ep_bytes_
-                           << " matches it and waits unexpected" << where;
+                           << recvs[rid].tag
+                           << ") is still posted although message src=" << op.status.EP_SOURCE
+                           << " seq=" << op.status.ep_bytes_ << " matches it and waits unexpected"
+                           << where;
   }
   for (int64_t rid : outstanding) {
     if (recv_msg_now(rec, rid) == -1) {
@@ -546,8 +559,8 @@ void run_scenario(const RunParams& p) {
         std::ostringstream os;
         os << "overtaking: receive " << rec.msg_recv[mid] << " (source " << r.source << ", tag "
            << r.tag << ") took src=" << m.src << " seq=" << m.seq << " tag=" << m.tag
-           << " at match " << rec.msg_idx[mid] << " while the earlier seq=" << culprit
-           << " (tag " << (culprit >= 0 ? msgs[m.src * N + culprit].tag : -1)
+           << " at match " << rec.msg_idx[mid] << " while the earlier seq=" << culprit << " (tag "
+           << (culprit >= 0 ? msgs[m.src * N + culprit].tag : -1)
            << ") that also matches was matched only later";
         report(os.str());
       }
@@ -603,8 +616,8 @@ void run_scenario(const RunParams& p) {
             os << "receive order: message src=" << m.src << " seq=" << m.seq << " tag=" << m.tag
                << " went to receive " << rid << " (source " << r2.source << ", tag " << r2.tag
                << ", post " << r2.post << ") at match " << rec.msg_idx[mid]
-               << " although an earlier-posted receive (source " << srcs[a] << ", tag "
-               << tags[b] << ") that matches it was still pending";
+               << " although an earlier-posted receive (source " << srcs[a] << ", tag " << tags[b]
+               << ") that matches it was still pending";
             report(os.str());
           }
         }
@@ -683,6 +696,7 @@ TEST(Matching, CancelRemovesOnlyUnmatchedReceives) {
   auto post = [&](int source, int tag) {
     Request* r = new Request;
     r->count = static_cast<int>(reqs.size());
+    set_target(r, r->count);
     r->op.kind = MatchOp::kRecv;
     r->op.source = source;
     r->op.tag = tag;
@@ -782,7 +796,8 @@ TEST(Matching, CancelRemovesOnlyUnmatchedReceives) {
       EXPECT_FALSE(cancel(r)) << where;
     }
   }
-  for (Request* r : cancelled) EXPECT_EQ(got(r), -1) << "a cancelled receive got a message later" << where;
+  for (Request* r : cancelled)
+    EXPECT_EQ(got(r), -1) << "a cancelled receive got a message later" << where;
   // Drain what is left and check none was lost.
   int64_t left = n + 4 - rec.delivered.load();
   for (int64_t i = 0; i < left; ++i) {
@@ -796,8 +811,7 @@ TEST(Matching, CancelRemovesOnlyUnmatchedReceives) {
     if (HasFailure()) break;
   }
   for (const std::string& e : rec.errors) ADD_FAILURE() << e << where;
-  std::printf("  concurrent cancels: %zu receives, %" PRId64 " cancelled, %" PRId64
-              " too late\n",
+  std::printf("  concurrent cancels: %zu receives, %" PRId64 " cancelled, %" PRId64 " too late\n",
               reqs.size() - first_concurrent, found, not_found);
   for (Request* r : reqs) delete r;
 }
