@@ -82,10 +82,10 @@ void Engine::submit(const Command& command, bool self_progress) {
   // drains the queue in its own passes).
   // Only a thread asleep for lack of work is woken, and only by one submitter per sleep
   // (the exchange): a burst of nonblocking sends must not pay a futex call each.  A
-  // thread standing aside for a helper is not woken: it looks again within 100 us.
+  // thread standing aside for a helper is not woken: it looks again within kAsideMaxNs.
   if (sleeping_.load(std::memory_order_relaxed) == kAsleep &&
       queued_.load(std::memory_order_relaxed) > 0 &&
-      helpers_.load(std::memory_order_relaxed) == 0 &&
+      (helpers_.load(std::memory_order_relaxed) & kHelperCount) == 0 &&
       sleeping_.exchange(kAwake, std::memory_order_relaxed) == kAsleep) {
     wake();
   }
@@ -363,8 +363,9 @@ bool Engine::test_active() {
   return true;
 }
 
-void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
-  int64_t ns = baton_busy ? 100'000 : backoff.pause();
+void Engine::idle(Backoff& backoff, bool active_requests, int64_t aside_ns) {
+  const bool baton_busy = aside_ns > 0;
+  int64_t ns = baton_busy ? aside_ns : backoff.pause();
   if (ns == 0) return;
   if (active_requests && !baton_busy) {  // outstanding transfers need MPI progress calls
     sched_yield();
@@ -387,18 +388,26 @@ void Engine::idle(Backoff& backoff, bool active_requests, bool baton_busy) {
 void Engine::run() {
   tid_.store(static_cast<int>(syscall(SYS_gettid)), std::memory_order_release);  // pairs: stop()
   Backoff backoff(policy_);
+  int64_t aside_ns = kAsideMinNs;  // the next sleep while standing aside for a helper
+  uint32_t seen_entered = 0;       // helpers that had entered at the previous look
   for (;;) {
     Stats::bump(stats_.loops);
+    // relaxed: helpers_ is a hint (see "Standing aside" in engine.h).
+    const uint64_t helpers = helpers_.load(std::memory_order_relaxed);
+    const uint32_t entered = static_cast<uint32_t>(helpers >> 32);
+    const bool helped = (helpers & kHelperCount) != 0 || entered != seen_entered;
+    seen_entered = entered;
     uint32_t expected = 0;
     // acquire: pairs with the release that ended the previous pass (ours or a helper's).
-    if (helpers_.load(std::memory_order_relaxed) > 0 ||
-        now_ns() - last_help_ns_.load(std::memory_order_relaxed) < kHelperGraceNs ||
-        !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed)) {
-      // A waiting endpoint thread is progressing: let it have the core.
-      idle(backoff, false, true);
+    if (helped || !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                                  std::memory_order_relaxed)) {
+      // A waiting endpoint thread is progressing: let it have the core.  Each look
+      // that finds it still at it doubles the next sleep (see "Standing aside").
+      idle(backoff, false, aside_ns);
+      aside_ns = aside_ns * 2 < kAsideMaxNs ? aside_ns * 2 : kAsideMaxNs;
       continue;
     }
+    aside_ns = kAsideMinNs;
     bool work = pass();
     bool active =
         !requests_.empty() || hook_pending_ || pollers_.load(std::memory_order_relaxed) > 0;
@@ -412,7 +421,7 @@ void Engine::run() {
     // acquire: pairs with the release in stop(); everything submitted before stop()
     // is visible, so an empty queue here means nothing is left to start.
     if (stopping_.load(std::memory_order_acquire) && drained) break;
-    idle(backoff, active, false);
+    idle(backoff, active, 0);
   }
 }
 
