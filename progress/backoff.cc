@@ -18,8 +18,8 @@ void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_
     ts.tv_nsec = timeout_ns % 1'000'000'000;
     tsp = &ts;
   }
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, tsp,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr,
+          0);
 }
 
 void futex_wake_all(std::atomic<uint32_t>& word) {
@@ -33,7 +33,7 @@ int64_t now_ns() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-int64_t Backoff::pause() {
+int64_t Backoff::pause(bool relax) {
   switch (policy_) {
     case Policy::kSpin:
       for (int i = 0; i < 8; ++i) cpu_relax();
@@ -47,14 +47,14 @@ int64_t Backoff::pause() {
   // Spin phase: one `pause` per round (it costs up to 140 cycles, and the awaited
   // condition is usually a cache line away); the clock is read every 16th round only.
   if (start_ns_ != 0 && (++rounds_ & 15) != 0 && !past_spin_) {
-    cpu_relax();
+    if (relax) cpu_relax();
     return 0;
   }
   int64_t now = now_ns();
   if (start_ns_ == 0) start_ns_ = now;
   int64_t waited = now - start_ns_;
   if (waited < kSpinNs) {
-    cpu_relax();
+    if (relax) cpu_relax();
     return 0;
   }
   past_spin_ = true;

@@ -46,7 +46,9 @@ class Backoff {
 
   // Returns the nanoseconds the caller may sleep now (0: do not sleep, it already
   // spun or yielded).  Callers that can sleep on a futex pass that as the timeout.
-  int64_t pause();
+  // `relax` false: in the spin phase, return without a `pause` instruction (the caller
+  // has just spent longer than one in a probe of its own, such as an MPI call).
+  int64_t pause(bool relax = true);
   void reset() {
     start_ns_ = 0;
     rounds_ = 0;
@@ -66,7 +68,7 @@ class Backoff {
  private:
   Policy policy_;
   int64_t start_ns_ = 0;  // 0: the episode has not started
-  uint32_t rounds_ = 0;    // pause() calls in the spin phase (clock read every 16th)
+  uint32_t rounds_ = 0;   // pause() calls in the spin phase (clock read every 16th)
   bool past_spin_ = false;
 };
 

@@ -143,7 +143,8 @@ void request_wait(Request* r, progress::Policy policy) {
       if (r->kind != RequestKind::kColl) b.reset();
       continue;
     }
-    int64_t ns = b.pause();
+    // A helper's failed pass ran an MPI probe, a longer pause than `pause` itself.
+    int64_t ns = b.pause(/*relax=*/!helping);
     if (ns == 0) {
       // A collective has several endpoint threads of this process waiting at once,
       // usually more threads than cores: spinning would keep the one thread that can
