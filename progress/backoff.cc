@@ -51,9 +51,14 @@ int64_t Backoff::pause(bool relax) {
     return 0;
   }
   int64_t now = now_ns();
-  if (start_ns_ == 0) start_ns_ = now;
+  if (start_ns_ == 0) start_ns_ = last_yield_ns_ = now;
   int64_t waited = now - start_ns_;
   if (waited < kSpinNs) {
+    if (now - last_yield_ns_ >= kSliceNs) {
+      sched_yield();
+      last_yield_ns_ = now_ns();
+      return 0;
+    }
     if (relax) cpu_relax();
     return 0;
   }
