@@ -644,7 +644,13 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
   static constexpr uint8_t kOps[] = {kPut, kGet, kAcc, kGetAcc, kCas};
   const uint8_t op = kOps[static_cast<int>(a.kind)];
   const int64_t elem = (a.kind == OpKind::kPut || a.kind == OpKind::kGet) ? 1 : tl.elem;
-  int64_t limit = std::max<int64_t>(runtime()->config.eager_limit, 4096);
+  // A chunk's packet (header, block list, payload) fits Engine::kMaxPacketBytes.
+  constexpr int64_t kMaxChunkPayload =
+      static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(RmaHeader) -
+                           kMaxBlocksPerChunk * sizeof(WireBlock));
+  static_assert(kMaxChunkPayload >= 4096, "room for a payload beside the block list");
+  int64_t limit =
+      std::min<int64_t>(std::max<int64_t>(runtime()->config.eager_limit, 4096), kMaxChunkPayload);
   limit -= limit % elem;
   if (limit == 0) limit = elem;
   auto chunks = chunks_of(tl, limit);

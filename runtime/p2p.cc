@@ -174,7 +174,13 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     bsend_req->segment = segment;
   }
   bool sync = mode == SendMode::kSynchronous;
-  bool rendezvous = sync || bytes > rt->config.eager_limit;
+  const EpAddr& a = ep->comm->peer(dest);
+  // A packet to another process holds at most Engine::kMaxPacketBytes (its receive is
+  // posted in advance with that size): a larger eager message goes as a rendezvous.
+  bool rendezvous =
+      sync || bytes > rt->config.eager_limit ||
+      (a.proc != rt->world_rank &&
+       bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
   // The operation's request: the user's one, or the internal one of a buffered send
   // (then the user's completes at once: the data was copied).  An eager send completes
   // in this call, so its user gets the shared complete request instead.
@@ -184,7 +190,6 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   } else if (rendezvous) {
     r = request_new(RequestKind::kSend, /*user_handle=*/true);
   }
-  const EpAddr& a = ep->comm->peer(dest);
   if (a.proc == rt->world_rank) {
     Endpoint* d = local_peer(ep, dest);
     if (d == nullptr) {  // the destination's fragment was freed: nobody can receive this
