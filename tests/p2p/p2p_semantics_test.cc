@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -385,11 +387,23 @@ TEST(Requests, NullRequestsAndTheAnySomeAllForms) {
   });
 }
 
+// A buffer of a freed operation: nothing tells the program when MPI has finished with
+// it (MPI 3.1 section 3.7.3), so it lives until the program ends (after MPI_Finalize,
+// which completes every transfer).
+std::vector<int>& kept_until_exit(size_t n, int value) {
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<std::vector<int>>> kept;
+  std::lock_guard<std::mutex> lock(mu);
+  kept.push_back(std::make_unique<std::vector<int>>(n, value));
+  return *kept.back();
+}
+
 TEST(Requests, FreedPendingRequestsStillComplete) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int me = rank_of(comm), size = size_of(comm);
     int to = (me + 1) % size, from = (me + size - 1) % size;
-    std::vector<int> in(40000, -1), out(40000, me);
+    std::vector<int>& in = kept_until_exit(40000, -1);
+    std::vector<int>& out = kept_until_exit(40000, me);
     EP_Request r, s;
     ASSERT_EQ(EP_Irecv(in.data(), 40000, MPI_INT, from, 1, comm, &r), EP_SUCCESS);
     ASSERT_EQ(EP_Request_free(&r), EP_SUCCESS);  // freed while pending
@@ -405,9 +419,9 @@ TEST(Requests, FreedPendingRequestsStillComplete) {
     EXPECT_EQ(got, 42);
     // Its data: from an endpoint of this process, our matcher copied it before it
     // delivered the token (one matcher, per-source order, acq_rel hand-overs), so the
-    // token's completion orders that copy before these reads.  From another process it lands through MPI at a
-    // moment nothing tells us (MPI 3.1 section 3.7.3): reading the buffer then would
-    // race with that write, so only the truncation-free token above checks that case.
+    // token's completion orders that copy before these reads.  From another process it
+    // lands through MPI at a moment nothing tells us: reading the buffer would race
+    // with that write, so only the truncation-free token above checks that case.
     int local_rank = 0, local_size = 0;
     ASSERT_EQ(EP_Comm_local_rank(comm, &local_rank), EP_SUCCESS);
     ASSERT_EQ(EP_Comm_local_size(comm, &local_size), EP_SUCCESS);
