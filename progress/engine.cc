@@ -38,6 +38,7 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
   MPI_Comm_set_errhandler(data_comm_, MPI_ERRORS_RETURN);
   MPI_Comm_set_name(packet_comm_, "ep-packets");
   MPI_Comm_set_name(data_comm_, "ep-data");
+  posted_buf_ = static_cast<char*>(std::malloc(kHeadroom + kMaxPacketBytes + 1));
   post_packet_recv();
   stopping_.store(false, std::memory_order_relaxed);  // relaxed: thread start orders it
   thread_ = std::thread([this] { run(); });
@@ -78,9 +79,6 @@ void Engine::stop() {
 }
 
 void Engine::post_packet_recv() {
-  if (posted_buf_ == nullptr) {
-    posted_buf_ = static_cast<char*>(std::malloc(kHeadroom + kMaxPacketBytes + 1));
-  }
   MPI_Irecv(posted_buf_ + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE, MPI_ANY_SOURCE,
             MPI_ANY_TAG, packet_comm_, &posted_req_);
 }

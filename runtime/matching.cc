@@ -157,7 +157,7 @@ void Matcher::arrive(Envelope* e) {
 void Matcher::handle(MatchOp* op) {
   if (op->kind == MatchOp::kCancel) {
     const Line& l = line_;
-    if (l.head_req != nullptr && l.head_req == op->req) {
+    if (l.head_req == op->req) {  // op->req is never null
       pop_head();
       op->found = true;
     } else if (l.head_req != nullptr) {
