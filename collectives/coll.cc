@@ -172,7 +172,8 @@ class TypedBuffer {
 
 // Runs chunk(b, e) over [0, count) elements: shared with a helper team's waiting
 // members if the starter has one (the TBB pool is not theirs), else in parallel oneTBB
-// chunks when large, else at once.
+// chunks when large and the process has cores of its own to spare (process_cores()),
+// else at once.
 template <class Chunk>
 void reduction_chunks(int count, const OpArgs& a, Chunk&& chunk) {
   if (count == 0) return;
@@ -182,7 +183,7 @@ void reduction_chunks(int count, const OpArgs& a, Chunk&& chunk) {
   // its internal hand-offs as races.  Under TSAN the chunks run on this thread.
   const bool parallel = false;
 #else
-  const bool parallel = true;
+  const bool parallel = process_cores() >= 2;
 #endif
   if (team_chunks(a.team, count, a.ti, chunk, runtime::TeamShare::kIfWaiting)) return;
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {
@@ -220,11 +221,12 @@ void combine_into(const void* x, const void* y, void* out, int count, const OpAr
   });
 }
 
-// out = x0 op (x1 op (... op x(n-1))) for n >= 1 inputs, out apart from all of them.
+// out = x0 op (x1 op (... op x(n-1))) for n >= 1 inputs, out apart from all of them
+// (or, for n == 1, the input itself).
 void reduce_all(const std::vector<const void*>& xs, void* out, int count, const OpArgs& a) {
   const int n = static_cast<int>(xs.size());
   if (n == 1) {
-    copy_n(xs[0], out, count, a);
+    if (xs[0] != out) copy_n(xs[0], out, count, a);  // a lone in-place input is there
     return;
   }
   combine_into(xs[n - 2], xs[n - 1], out, count, a);
@@ -625,6 +627,76 @@ int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a) 
   return err;
 }
 
+// The large exchange (more than kFastBytes, contiguous type; engine.h, "The blocking
+// fast path", large): a ring reduce-scatter, then a ring allgather, among the n fragments on
+// `pc` (rank = fragment), with the local combine folded into it.  The vector is cut
+// into n blocks; in reduce-scatter step s a fragment sends block me-s to its right
+// neighbour and receives block me-s-1 from its left one; after n-1 steps it holds the
+// total of block me+1, and the allgather's n-1 steps pass the totals around.  Each
+// fragment combines its endpoints' inputs for a block only when the block first goes
+// out or comes in (block me before step 0; every other block together with the
+// partial received for it), in cache-sized pieces, and writes a block to the other
+// outputs as soon as it holds the block's total - so each input is read once, each
+// output written once, and (n-1)/n of the vector travels each way twice instead of
+// all of it once.  Counted in vector-sized reads plus writes per process, 2 x 2 takes
+// 7 instead of the engine path's 10 (combine, swap whole partials, combine, copy out).
+//   xs    the inputs, local rank order        acc   the output that combines (apart
+//   outs  every other output                        from every input)
+//   tmp   scratch of one block
+// Every block's total is computed by one fragment and copied to the rest, so all
+// endpoints get the same bits.  Tags kRingTag + step; one fragment's operations are
+// sequential and per-pair order keeps operations apart.
+constexpr int64_t kPieceBytes = 16 * 1024;  // a piece of a block (fits L1 with its inputs)
+
+int ring_exchange(MPI_Comm pc, int me, int n, const std::vector<const void*>& xs, void* acc,
+                  const std::vector<void*>& outs, void* tmp, const OpArgs& a) {
+  constexpr int kRingTag = 64;
+  const TypeInfo& ti = a.ti;
+  auto off = [&](int j) { return static_cast<int64_t>(a.count) * j / n; };
+  auto len = [&](int j) { return static_cast<int>(off(j + 1) - off(j)); };
+  auto blk = [&](int j) { return ((j % n) + n) % n; };
+  // acc[block j] = x0 op (x1 op ...) [op extra], then, if `total`, copied to outs;
+  // piece by piece so that each piece is still in cache for the next pass over it.
+  auto combine = [&](int j, const void* extra, bool total) {
+    const int64_t j0 = off(j);
+    const int64_t piece = std::max<int64_t>(1, kPieceBytes / ti.extent);
+    reduction_chunks(len(j), a, [&](int64_t b, int64_t e) {
+      std::vector<const void*> px(xs.size());
+      for (int64_t p = b; p < e; p += piece) {
+        const int k = static_cast<int>(std::min(e, p + piece) - p);
+        for (size_t i = 0; i < xs.size(); ++i) px[i] = elem(xs[i], j0 + p, ti);
+        void* target = elem(acc, j0 + p, ti);
+        reduce_all(px, target, k, a);
+        if (extra != nullptr) reduce_into(elem(extra, p, ti), target, k, a);
+        if (total) {
+          for (void* o : outs) copy_n(target, elem(o, j0 + p, ti), k, a);
+        }
+      }
+    });
+  };
+  auto swap = [&](int tag, int sj, int rj, void* rbuf) {
+    MPI_Request r[2];
+    MPI_Irecv(rbuf, len(rj), a.type, blk(me - 1), tag, pc, &r[0]);
+    MPI_Isend(elem(acc, off(sj), ti), len(sj), a.type, blk(me + 1), tag, pc, &r[1]);
+    return runtime::wait_mpi(r, 2);
+  };
+  combine(me, nullptr, false);
+  for (int s = 0; s < n - 1; ++s) {  // reduce-scatter
+    const int rj = blk(me - s - 1);
+    if (int err = swap(kRingTag + s, blk(me - s), rj, tmp); err != MPI_SUCCESS) return err;
+    combine(rj, tmp, s == n - 2);
+  }
+  for (int s = 0; s < n - 1; ++s) {  // allgather
+    const int rj = blk(me - s);
+    void* target = elem(acc, off(rj), ti);
+    if (int err = swap(kRingTag + n + s, blk(me + 1 - s), rj, target); err != MPI_SUCCESS) {
+      return err;
+    }
+    for (void* o : outs) copy_n(target, elem(o, off(rj), ti), len(rj), a);
+  }
+  return MPI_SUCCESS;
+}
+
 // A scratch buffer of the op's count and type, made at the first get(): on the stack
 // when a contiguous type fits kFastBytes, else a TypedBuffer.
 class FastScratch {
@@ -661,6 +733,8 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
   const void* in = slots[0].in;
   void* acc = slots[0].out;
   FastScratch scratch(a), tmp(a);
+  std::vector<const void*> xs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) xs[i] = slots[i].in;
   if (slots.size() > 1) {
     acc = nullptr;
     for (const FastState::Slot& s : slots) {
@@ -670,8 +744,18 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
       }
     }
     if (acc == nullptr) acc = scratch.get();  // every endpoint passed EP_IN_PLACE
-    std::vector<const void*> xs(slots.size());
-    for (size_t i = 0; i < slots.size(); ++i) xs[i] = slots[i].in;
+  }
+  if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL && a.ti.size * a.count > kFastBytes) {
+    std::vector<void*> outs;
+    for (const FastState::Slot& s : slots) {
+      if (s.out != acc) outs.push_back(s.out);
+    }
+    // One block of scratch: the largest block has ceil(count / nfrag) elements.
+    TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
+    return runtime::from_mpi(
+        ring_exchange(fs->pcomm, c->my_frag, nfrag, xs, acc, outs, block.get(), a));
+  }
+  if (slots.size() > 1) {
     reduce_all(xs, acc, a.count, a);
     in = acc;
   }
@@ -728,7 +812,8 @@ Endpoint* local_side(Endpoint* ep) { return ep->comm->local_comm->local[ep->loca
 
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
   // Barriers stay on the engine's path: see engine.h ("Why not barriers").
-  if (kind != Kind::kAllreduce || a.ti.size * a.count > kFastBytes || !predefined_op(a.op)) {
+  if (kind != Kind::kAllreduce || !predefined_op(a.op) ||
+      (a.ti.size * a.count > kFastBytes && !a.ti.contiguous)) {
     return false;
   }
   CommShared* c = ep->comm;
@@ -740,7 +825,14 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
   const int n = static_cast<int>(fs->slots.size());
   // acq_rel: releases our slot; the last acquires every slot (one release sequence).
   if (fs->arrived.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
-    fs->err = fast_last(c, fs, a);
+    // A helper team's waiting members take chunks of a large combine (runtime/team.h),
+    // as on the engine's path; the reference keeps the team while they may run them.
+    OpArgs la = a;
+    if (a.ti.size * a.count > kFastBytes && (la.team = runtime::current_team()) != nullptr) {
+      la.team->ref();
+    }
+    fs->err = fast_last(c, fs, la);
+    if (la.team != nullptr) la.team->unref();
     *err = fs->err;
     fs->arrived.store(0, std::memory_order_relaxed);     // published by the fetch_add below
     runtime::generation_advance(fs->gen, fs->sleepers);  // publishes outputs, err, the reset

@@ -52,9 +52,9 @@ constexpr int64_t kTeamGrainBytes = 128 * 1024;
 // (held by caller + operation).  `part` holds this endpoint's buffers; for the
 // non-v forms the caller fills the per-rank counts and displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
-// A blocking barrier or small allreduce through the fast path (engine.h, "The blocking
-// fast path"): true if it took it (then *err holds the result), false if the call
-// must go through start().
+// A blocking allreduce through the fast path (engine.h, "The blocking fast path"):
+// true if it took it (then *err holds the result), false if the call must go through
+// start().
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& args, int* err);
 // Frees the scratch buffers reductions keep for reuse (EP_Finalize).
 void release_scratch();

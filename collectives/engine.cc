@@ -1,6 +1,9 @@
 #include "collectives/engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "ep/ep.h"
 #include "runtime/runtime.h"
@@ -341,11 +344,47 @@ MPI_Comm g_base = MPI_COMM_NULL;  // written by install/uninstall only (EP_Init/
 
 MPI_Comm base_comm() { return g_base; }
 
+namespace {
+int g_cores = 1;  // written by install only (EP_Init), before any collective
+
+// The cores this process can count on (see engine.h, process_cores): every CPU of its
+// affinity mask counts 1/k, k being the number of processes of its node whose masks
+// hold that CPU.  Collective over `base`.  On any MPI failure: the mask's own count.
+int count_cores(MPI_Comm base) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return 1;
+  const int own = std::max(1, CPU_COUNT(&mine));
+  MPI_Comm node = MPI_COMM_NULL;
+  if (MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+    return own;
+  }
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  std::vector<cpu_set_t> all(static_cast<size_t>(n));
+  const int bytes = static_cast<int>(sizeof(cpu_set_t));
+  const int err = MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, node);
+  MPI_Comm_free(&node);
+  if (err != MPI_SUCCESS) return own;
+  double share = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &mine)) continue;
+    int k = 0;
+    for (const cpu_set_t& m : all) k += CPU_ISSET(cpu, &m) ? 1 : 0;
+    share += 1.0 / std::max(k, 1);
+  }
+  return std::max(1, static_cast<int>(std::floor(share + 1e-9)));
+}
+}  // namespace
+
+int process_cores() { return g_cores; }
+
 void install() {
   runtime::runtime()->engine.set_pass_hook(&poll);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_base);
   MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN);
   MPI_Comm_set_name(g_base, "ep-fragments");
+  g_cores = count_cores(g_base);
 }
 
 void uninstall() {

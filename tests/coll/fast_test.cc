@@ -2,7 +2,9 @@
 // blocking fast path"), on grouped / reversed / interleaved layouts with uneven
 // endpoints per process:
 //  * predefined ops on several predefined types, at the fast path's size limit and one
-//    element above it (the engine's path), in place, and MAXLOC on MPI_DOUBLE_INT;
+//    element above it, in place, and MAXLOC on MPI_DOUBLE_INT;
+//  * above the limit, the ring exchange: uneven blocks, 1 MiB, integer ops, in place,
+//    the same bits at every endpoint;
 //  * fast calls interleaved with nonblocking ones and with user ops (the engine's
 //    path) on one communicator, results checked in call order;
 //  * two communicators whose first operations (which make the process-level MPI
@@ -52,7 +54,7 @@ double dsum(const std::vector<int>& ws, int i) {
 class Fast : public ::testing::TestWithParam<Lay> {};
 
 // Predefined ops on several predefined types, at the size limit of the fast path and
-// one element above it (the engine's path), in place and not, and MAXLOC on a pair type.
+// one element above it (the ring exchange), in place and not, and MAXLOC on a pair type.
 TEST_P(Fast, PredefinedOpsTypesAndSizes) {
   run_layout(GetParam(), [&](const Ctx& c) {
     const int limit = static_cast<int>(4096 / sizeof(double));  // kFastBytes of doubles
@@ -104,6 +106,70 @@ TEST_P(Fast, PredefinedOpsTypesAndSizes) {
     }
     EXPECT_EQ(best.loc, want) << c.what;
     EXPECT_EQ(best.v, (c.w(want) % 5) * 1000.0 + want) << c.what;
+  });
+}
+
+// FNV-1a of a buffer's bytes: tells whether two endpoints got the same bits.
+uint64_t fnv(const void* p, size_t bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < bytes; ++i)
+    h = (h ^ static_cast<const unsigned char*>(p)[i]) * 1099511628211ull;
+  return h;
+}
+
+// Blocking allreduce above kFastBytes with a contiguous type: the ring exchange among
+// the processes (collectives/engine.h, "The blocking fast path", large).  Vectors that do not
+// divide into even blocks, 1 MiB, integer ops, in place, and a sum whose rounding
+// depends on the order of its terms, which every endpoint must get with the same bits
+// (each block's total is computed once and passed on).
+TEST_P(Fast, LargeAllreduceRing) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int limit = static_cast<int>(4096 / sizeof(double));  // kFastBytes of doubles
+    for (int n : {limit + 1, 3 * limit + 2, 1 << 17}) {
+      const size_t un = static_cast<size_t>(n);
+      std::vector<double> in(un), out(un + 1, kGap);
+      for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = dval(c.me, i);
+      ASSERT_EQ(EP_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(out[static_cast<size_t>(i)], dsum(c.members, i)) << c.what << " n " << n;
+      }
+      EXPECT_EQ(out[un], kGap) << c.what << " n " << n << ": overrun";
+      ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, in.data(), n, MPI_DOUBLE, MPI_MAX, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        double want = dval(c.members[0], i);
+        for (int w : c.members) want = std::max(want, dval(w, i));
+        ASSERT_EQ(in[static_cast<size_t>(i)], want) << c.what << " in place n " << n;
+      }
+    }
+    // Integer ops.
+    const int ni = 10007;
+    std::vector<int> xi(ni), bx(ni, -1), mn(ni, -1);
+    for (int i = 0; i < ni; ++i) xi[static_cast<size_t>(i)] = c.me * 7919 + i * 31;
+    ASSERT_EQ(EP_Allreduce(xi.data(), bx.data(), ni, MPI_INT, MPI_BXOR, c.comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Allreduce(xi.data(), mn.data(), ni, MPI_INT, MPI_MIN, c.comm), EP_SUCCESS);
+    for (int i = 0; i < ni; ++i) {
+      int want_x = 0, want_m = c.members[0] * 7919 + i * 31;
+      for (int w : c.members) {
+        want_x ^= w * 7919 + i * 31;
+        want_m = std::min(want_m, w * 7919 + i * 31);
+      }
+      ASSERT_EQ(bx[static_cast<size_t>(i)], want_x) << c.what << " BXOR element " << i;
+      ASSERT_EQ(mn[static_cast<size_t>(i)], want_m) << c.what << " MIN element " << i;
+    }
+    // Order-dependent rounding: close to the exact sum, and the same bits everywhere.
+    const int nr = 3 * limit + 2;
+    std::vector<double> rin(static_cast<size_t>(nr)), rout(static_cast<size_t>(nr));
+    for (int i = 0; i < nr; ++i) rin[static_cast<size_t>(i)] = 0.1 * (c.me + 1) + 1e-9 * i / 3;
+    ASSERT_EQ(EP_Allreduce(rin.data(), rout.data(), nr, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+    for (int i = 0; i < nr; ++i) {
+      double want = 0;
+      for (int w : c.members) want += 0.1 * (w + 1) + 1e-9 * i / 3;
+      ASSERT_NEAR(rout[static_cast<size_t>(i)], want, 1e-12 * c.size) << c.what << " " << i;
+    }
+    uint64_t h = fnv(rout.data(), rout.size() * sizeof(double)), hmin = 0, hmax = 0;
+    ASSERT_EQ(EP_Allreduce(&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, c.comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Allreduce(&h, &hmax, 1, MPI_UINT64_T, MPI_MAX, c.comm), EP_SUCCESS);
+    EXPECT_EQ(hmin, hmax) << c.what << ": endpoints got different bits";
   });
 }
 
