@@ -35,11 +35,17 @@ char* elem(void* base, int64_t i, const TypeInfo& ti) {
 // shared with the team's waiting members when it is large enough; false: do it alone.
 // Copy steps run on one thread otherwise, so they are shared as soon as other members
 // are joined (they take the chunks left when they reach leave/sync); combining has
-// oneTBB otherwise, so it is shared only with members already waiting.
+// oneTBB otherwise, so it is shared only with members already waiting.  Not shared
+// when the process has one core's share or less (engine.h, process_cores): the
+// members' chunks then only contend with the node's other processes (a 4 MiB
+// allreduce on 2 processes x 1 endpoint, tools/bench/team_bench: 1176-1398 us alone,
+// 1524-1913 us shared).
 bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
                  const std::function<void(int64_t, int64_t)>& fn,
                  runtime::TeamShare share = runtime::TeamShare::kIfJoined) {
-  if (team == nullptr || ti.size == 0 || ti.size * count < kParallelBytes) return false;
+  if (team == nullptr || ti.size == 0 || ti.size * count < kParallelBytes || process_cores() < 2) {
+    return false;
+  }
   const int64_t grain = std::max<int64_t>(1, kTeamGrainBytes / ti.size);
   return runtime::team_parallel_for(team, count, grain, fn, share);
 }

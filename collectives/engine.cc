@@ -377,7 +377,16 @@ int count_cores(MPI_Comm base) {
 }
 }  // namespace
 
-int process_cores() { return g_cores; }
+// relaxed: a setting read by later operations of the same thread (the tests set it
+// before they start any).
+std::atomic<int> g_cores_override{0};
+
+int process_cores() {
+  const int o = g_cores_override.load(std::memory_order_relaxed);
+  return o > 0 ? o : g_cores;
+}
+
+void override_process_cores(int n) { g_cores_override.store(n, std::memory_order_relaxed); }
 
 void install() {
   runtime::runtime()->engine.set_pass_hook(&poll);

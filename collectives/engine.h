@@ -230,6 +230,9 @@ MPI_Comm base_comm();
 // contend with the node's other processes (the 1 MiB allreduce on 2 x 2 ran at
 // 0.62-0.80x of MPI with them, 0.79-0.80x without).
 int process_cores();
+// Whitebox for tests: process_cores() returns n from now on (n <= 0: the measured count
+// again), as on a node with cores to spare.  Call between operations.
+void override_process_cores(int n);
 
 }  // namespace ep::collectives
 

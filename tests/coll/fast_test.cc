@@ -14,10 +14,12 @@
 //    process-level communicator is freed with its fragment, and MPI has context ids
 //    left for the application;
 //  * more communicators alive than libep makes process-level communicators for
-//    (kMaxProcessComms): the rest take the fallback exchange, consistently.
+//    (kMaxProcessComms): the rest take the fallback exchange, consistently;
+//  * process_cores, each process's share of its node's CPUs.
 // Expected values are computed from world-endpoint numbers and the layout (coll_util.h).
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -270,6 +272,32 @@ TEST_P(Fast, MoreCommunicatorsAliveThanProcessLevelOnes) {
     EXPECT_LE(ep::collectives::process_comms_alive(), ep::collectives::kMaxProcessComms);
     for (EP_Comm& d : dups) ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
   });
+}
+
+// process_cores (collectives/engine.h): each process's share of its node's CPUs, which
+// decides whether reductions split over threads.  Between 1 and the process's own CPU
+// count; all of them if it is alone on its node; and the node's processes together
+// claim no more CPUs than their masks hold (each counts 1 at least).
+TEST(ProcessCores, AShareOfTheNodesCpus) {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  const int own = CPU_COUNT(&mine), cores = ep::collectives::process_cores();
+  EXPECT_GE(cores, 1);
+  EXPECT_LE(cores, own);
+  MPI_Comm node = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            MPI_SUCCESS);
+  int n = 0;
+  MPI_Comm_size(node, &n);
+  if (n == 1) EXPECT_EQ(cores, own) << "alone on the node";
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  MPI_Allreduce(&mine, &all, static_cast<int>(sizeof(cpu_set_t)), MPI_BYTE, MPI_BOR, node);
+  int claimed = 0;
+  MPI_Allreduce(&cores, &claimed, 1, MPI_INT, MPI_SUM, node);
+  EXPECT_LE(claimed, std::max(CPU_COUNT(&all), n)) << n << " processes on the node";
+  MPI_Comm_free(&node);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Fast,
