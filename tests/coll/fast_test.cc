@@ -8,8 +8,8 @@
 //  * fast calls interleaved with nonblocking ones and with user ops (the engine's
 //    path) on one communicator, results checked in call order;
 //  * two communicators whose first operations (which make the process-level MPI
-//    communicators) and later ones run concurrently from different endpoints of one
-//    process;
+//    communicators) and later ones - small and ring-sized - run concurrently from
+//    different endpoints of one process;
 //  * dup / allreduce / free repeated more often than MPICH has context ids (2048): every
 //    process-level communicator is freed with its fragment, and MPI has context ids
 //    left for the application;
@@ -215,6 +215,17 @@ TEST_P(Fast, TwoCommunicatorsConcurrently) {
       ASSERT_EQ(sum, want) << c.what << " half " << c.rank % 2 << " iteration " << i;
       if (i % 10 == 0) {
         ASSERT_EQ(EP_Barrier(half), EP_SUCCESS);
+      }
+      if (i % 25 == 0) {  // the ring (above kFastBytes), both halves at once
+        const int n = 20000 + i;
+        std::vector<long> in(static_cast<size_t>(n)), out(static_cast<size_t>(n), -1);
+        for (int k = 0; k < n; ++k) in[static_cast<size_t>(k)] = c.me * 100000L + k + i;
+        ASSERT_EQ(EP_Allreduce(in.data(), out.data(), n, MPI_LONG, MPI_SUM, half), EP_SUCCESS);
+        for (int k = 0; k < n; ++k) {
+          long w = 0;
+          for (int m : members) w += m * 100000L + k + i;
+          ASSERT_EQ(out[static_cast<size_t>(k)], w) << c.what << " iteration " << i << " " << k;
+        }
       }
     }
     EXPECT_EQ(EP_Comm_free(&half), EP_SUCCESS);
