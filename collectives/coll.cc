@@ -548,17 +548,6 @@ void make_pcomm(CommShared* c, FastState* fs) {
   std::vector<int> sorted = procs;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return;  // shared
-  // All fragments make it or none (a creation some process skipped would hang).
-  const bool mine_ok = reserve_process_comm();
-  bool all_ok = true;
-  for (const std::string& v :
-       runtime::frag_allgather(c, kFastTag, std::string(1, mine_ok ? 1 : 0))) {
-    all_ok = all_ok && v.size() == 1 && v[0] == 1;
-  }
-  if (!all_ok) {
-    if (mine_ok) release_process_comm();
-    return;
-  }
   // The tag tells concurrent creations apart (other communicators' first operations
   // on other threads).  Fragment 0's context id is unique in its process among live
   // communicators, and every member knows it.
@@ -568,6 +557,31 @@ void make_pcomm(CommShared* c, FastState* fs) {
   const int64_t ub = flag != 0 ? *tag_ub : 32767;
   const runtime::EpAddr& first = c->addr[c->frag_leaders[0]];
   const int tag = static_cast<int>((static_cast<int64_t>(first.ctx / 2) * world + first.proc) % ub);
+  // All fragments make it or none (a creation some process skipped would hang): each
+  // sends its vote to every other.  The votes are MPI messages on the base
+  // communicator, not libep messages: a process whose vote is complete enters the
+  // blocking MPI_Comm_create_group, which keeps MPICH's global lock from its progress
+  // thread - had its own vote still waited in the engine for that thread, the others
+  // would wait until MPICH let the lock go (the first allreduce on a new communicator
+  // took 740 us on 2 x 2 so, one process's vote or creation taking 230-640 us).
+  const char mine_ok = reserve_process_comm() ? 1 : 0;
+  std::vector<char> votes(static_cast<size_t>(n), 0);
+  std::vector<MPI_Request> reqs;
+  for (int f = 0; f < n; ++f) {
+    if (f == c->my_frag) continue;
+    reqs.emplace_back();
+    MPI_Irecv(&votes[f], 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back());
+    reqs.emplace_back();
+    MPI_Isend(&mine_ok, 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back());
+  }
+  votes[c->my_frag] = mine_ok;
+  const bool all_ok =
+      runtime::wait_mpi(reqs.data(), static_cast<int>(reqs.size())) == MPI_SUCCESS &&
+      std::all_of(votes.begin(), votes.end(), [](char v) { return v == 1; });
+  if (!all_ok) {
+    if (mine_ok) release_process_comm();
+    return;
+  }
   MPI_Group all = MPI_GROUP_NULL, mine = MPI_GROUP_NULL;
   MPI_Comm_group(base_comm(), &all);
   MPI_Group_incl(all, n, procs.data(), &mine);

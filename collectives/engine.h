@@ -160,8 +160,12 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 //            the first fast operation when every fragment lives in its own process
 //            and every process has one of its kMaxProcessComms left (MPICH has about
 //            2000 context ids per process, and the application needs its own): the
-//            fragments first agree on that with one frag_allgather of a vote, so all
-//            of them make it or none.  Freed when the fragment retires.
+//            fragments first agree on that with a vote (MPI messages on the base
+//            communicator, so that no vote waits for a progress thread while its
+//            process blocks in MPI_Comm_create_group), so all of them make it or
+//            none.  Freed when the fragment retires.  A new communicator's dup,
+//            first allreduce and free took 80 us on 2 x 2 with the vote so, 740 us
+//            with the vote as libep messages (tools/bench/coll_run.sh row 5).
 //   large    above kFastBytes the exchange on pcomm is a ring reduce-scatter, then a
 //            ring allgather (coll.cc: ring_exchange), with the local combine folded
 //            into it: each input is read once, each output written once, and each

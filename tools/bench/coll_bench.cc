@@ -3,9 +3,11 @@
 // Two modes, each printing "name value" lines (tools/bench/coll_run.sh runs both and
 // prints the table):
 //   mpiexec -n 2 coll_bench ep     libep with 2 endpoints per process (EP_Allreduce of
-//                                  8 B and 1 MiB, EP_Barrier), and the plain-MPI
-//                                  baselines on the same 2 processes (MPI_Allreduce of
-//                                  8 B and 1 MiB), repetitions interleaved;
+//                                  8 B and 1 MiB, EP_Barrier, and a new communicator:
+//                                  dup + its first 8 B allreduce + free), and the
+//                                  plain-MPI baselines on the same 2 processes
+//                                  (MPI_Allreduce of 8 B and 1 MiB, dup + allreduce +
+//                                  free), repetitions interleaved;
 //   mpiexec -n 4 coll_bench mpi4   plain MPI with 4 processes ("MPI everywhere":
 //                                  MPI_Allreduce of 8 B, MPI_Barrier).
 // Each figure is the median over --reps repetitions of the mean time per operation
@@ -30,7 +32,7 @@ using ep_bench::median;
 using ep_bench::now_s;
 
 int g_reps = 7;
-constexpr int kSmallIters = 20000, kBigIters = 100;
+constexpr int kSmallIters = 20000, kBigIters = 100, kDupIters = 300;
 // 4 busy-polling MPI processes on a 2-core machine take milliseconds per operation.
 constexpr int kOversubscribedIters = 300;
 constexpr int kBigCount = (1 << 20) / 8;  // 1 MiB of doubles
@@ -69,13 +71,13 @@ void with_endpoints(int rank) {
   CHECK(EP_Init());
   EP_Comm comms[2];
   CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, 2, MPI_INFO_NULL, comms));
-  std::vector<double> ep8, ep1m, epbar, mpi8, mpi1m;
+  std::vector<double> ep8, ep1m, epbar, epdup, mpi8, mpi1m, mpidup;
   std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
   std::vector<std::vector<double>> ep_in(2, std::vector<double>(kBigCount, 1.0)),
       ep_out(2, std::vector<double>(kBigCount));
   for (int r = 0; r < g_reps; ++r) {
     // libep: 2 endpoints per process, each on its own thread.
-    double t8 = 0, t1m = 0, tb = 0;
+    double t8 = 0, t1m = 0, tb = 0, tdup = 0;
     std::thread th[2];
     for (int i = 0; i < 2; ++i) {
       th[i] = std::thread([&, i] {
@@ -95,10 +97,17 @@ void with_endpoints(int rank) {
           std::abort();
         }
         double d = time_per_call(kSmallIters, [&] { CHECK(EP_Barrier(c)); });
+        double e = time_per_call(kDupIters, [&] {
+          EP_Comm dup = EP_COMM_NULL;
+          CHECK(EP_Comm_dup(c, &dup));
+          CHECK(EP_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, dup));
+          CHECK(EP_Comm_free(&dup));
+        });
         if (i == 0) {
           t8 = a;
           t1m = b;
           tb = d;
+          tdup = e;
         }
       });
     }
@@ -106,6 +115,7 @@ void with_endpoints(int rank) {
     ep8.push_back(t8);
     ep1m.push_back(t1m);
     epbar.push_back(tb);
+    epdup.push_back(tdup);
     // Plain MPI on the same 2 processes, one thread each.
     double x = 1, y = 0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -116,6 +126,13 @@ void with_endpoints(int rank) {
     mpi1m.push_back(time_per_call(kBigIters, [&] {
       CHECK(MPI_Allreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM,
                           MPI_COMM_WORLD));
+    }));
+    MPI_Barrier(MPI_COMM_WORLD);
+    mpidup.push_back(time_per_call(kDupIters, [&] {
+      MPI_Comm dup = MPI_COMM_NULL;
+      CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+      CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, dup));
+      CHECK(MPI_Comm_free(&dup));
     }));
   }
   CHECK(EP_Comm_free(&comms[0]));
@@ -128,6 +145,8 @@ void with_endpoints(int rank) {
     std::printf("ep_allreduce1m_mibps %.1f\n", 1.0 / median(ep1m) * (kBigCount * 8.0) * mib);
     std::printf("mpi2_allreduce1m_mibps %.1f\n", 1.0 / median(mpi1m) * (kBigCount * 8.0) * mib);
     print("ep_barrier_us", epbar, 1e6);
+    print("ep_dup_allreduce_free_us", epdup, 1e6);
+    print("mpi2_dup_allreduce_free_us", mpidup, 1e6);
   }
 }
 

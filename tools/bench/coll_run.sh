@@ -35,3 +35,4 @@ r3=$(awk -v a="$(v ep_allreduce1m_mibps)" -v b="$(v mpi2_allreduce1m_mibps)" 'BE
 echo "| 3 | 1 MiB allreduce bandwidth | $(v ep_allreduce1m_mibps) MiB/s | MPI_Allreduce, 2 processes: $(v mpi2_allreduce1m_mibps) MiB/s | $(ratio "$(v ep_allreduce1m_mibps)" "$(v mpi2_allreduce1m_mibps)") | >= 0.7x | $(verdict "$r3" 0.7 1) |"
 r4=$(awk -v a="$(v ep_barrier_us)" -v b="$(v mpi4_barrier_us)" 'BEGIN{print a/b}')
 echo "| 4 | barrier | $(v ep_barrier_us) us | MPI_Barrier, 4 processes: $(v mpi4_barrier_us) us | $(ratio "$(v ep_barrier_us)" "$(v mpi4_barrier_us)") | (compare) | - |"
+echo "| 5 | new communicator: dup + first 8 B allreduce + free | $(v ep_dup_allreduce_free_us) us | the same in MPI, 2 processes: $(v mpi2_dup_allreduce_free_us) us | $(ratio "$(v ep_dup_allreduce_free_us)" "$(v mpi2_dup_allreduce_free_us)") | (compare) | - |"
