@@ -164,8 +164,9 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 //            communicator, so that no vote waits for a progress thread while its
 //            process blocks in MPI_Comm_create_group), so all of them make it or
 //            none.  Freed when the fragment retires.  A new communicator's dup,
-//            first allreduce and free took 80 us on 2 x 2 with the vote so, 740 us
-//            with the vote as libep messages (tools/bench/coll_run.sh row 5).
+//            first allreduce and free took 80 us on 2 x 2 with this vote and 740 us
+//            with the vote as libep messages (a program looping over the three);
+//            tools/bench/coll_run.sh row 5 measures it against MPI.
 //   large    above kFastBytes the exchange on pcomm is a ring reduce-scatter, then a
 //            ring allgather (coll.cc: ring_exchange), with the local combine folded
 //            into it: each input is read once, each output written once, and each
