@@ -375,11 +375,11 @@ int count_cores(MPI_Comm base) {
   }
   return std::max(1, static_cast<int>(std::floor(share + 1e-9)));
 }
-}  // namespace
 
-// relaxed: a setting read by later operations of the same thread (the tests set it
-// before they start any).
+// relaxed: a test sets it before it starts the threads that read it (thread creation
+// orders the two).
 std::atomic<int> g_cores_override{0};
+}  // namespace
 
 int process_cores() {
   const int o = g_cores_override.load(std::memory_order_relaxed);

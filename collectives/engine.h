@@ -127,16 +127,17 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 // ---- The blocking fast path (allreduce) -------------------------------------------------
 //
 // What it is: a blocking EP_Allreduce with a predefined op - of at most kFastBytes, or
-// larger on a contiguous datatype - skips the engine above.  The design card's shape, literally:
-// the endpoints of a fragment combine through one arrival counter (no lock, no request, no
-// operation object), the last to arrive exchanges with one leader per other fragment over a
-// process-level MPI communicator (`pcomm`), and releases the others.  Which calls take it depends
-// only on arguments MPI requires to agree at every rank (the op, the count and datatype - MPI
-// requires a predefined op to get the same datatype everywhere -, the communicator),
-// so all fragments of one operation take the same path; blocking and nonblocking
-// collectives never match each other (MPI 3.1 section 5.12), so a nonblocking call
-// never meets a fast one.  Predefined ops are commutative, so any rank layout may take
-// it; user ops (possibly non-commutative) keep the engine's rank-ordered path.
+// larger on a contiguous datatype - skips the engine above.  The design card's shape,
+// literally: the endpoints of a fragment combine through one arrival counter (no lock,
+// no request, no operation object), the last to arrive exchanges with one leader per
+// other fragment over a process-level MPI communicator (`pcomm`), and releases the
+// others.  Which calls take it depends only on arguments MPI requires to agree at
+// every rank (the op, the count and datatype - MPI requires a predefined op to get the
+// same datatype everywhere -, the communicator), so all fragments of one operation
+// take the same path; blocking and nonblocking collectives never match each other
+// (MPI 3.1 section 5.12), so a nonblocking call never meets a fast one.  Predefined
+// ops are commutative, so any rank layout may take it; user ops (possibly
+// non-commutative) keep the engine's rank-ordered path.
 //
 // Protocol, per fragment (FastState):
 //   arrival  each endpoint writes its slot (plain stores), reads `gen` (acquire), then
@@ -171,10 +172,11 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
 //            ring allgather (coll.cc: ring_exchange), with the local combine folded
 //            into it: each input is read once, each output written once, and each
 //            fragment's own-block total goes to every local output as it is made.
-//            1 MiB on 2 x 2 (tools/bench/coll_run.sh): 0.76-0.80x of MPI_Allreduce on
-//            2 processes, against 0.56-0.60x through the engine (combine, swap whole
-//            partials as hidden messages, combine, copy).  A helper team's waiting
-//            members take chunks of the combine, as on the engine's path.
+//            1 MiB on 2 x 2 (tools/bench/coll_bench, 3 alternating runs): 0.82-0.92x
+//            of MPI_Allreduce on 2 processes, against 0.59-0.64x through the engine
+//            (combine, swap whole partials as hidden messages, combine, copy).  A
+//            helper team's waiting members take chunks of the combine, as on the
+//            engine's path.
 //   fallback otherwise (two fragments in one process - a merged intercommunicator -
 //            or MPI refused the communicator): runtime::frag_allgather on the
 //            reserved hidden tag kFastTag; the fragments' operations are sequential,
