@@ -301,7 +301,9 @@ TEST(ProcessCores, AShareOfTheNodesCpus) {
             MPI_SUCCESS);
   int n = 0;
   MPI_Comm_size(node, &n);
-  if (n == 1) EXPECT_EQ(cores, own) << "alone on the node";
+  if (n == 1) {
+    EXPECT_EQ(cores, own) << "alone on the node";
+  }
   cpu_set_t all;
   CPU_ZERO(&all);
   MPI_Allreduce(&mine, &all, static_cast<int>(sizeof(cpu_set_t)), MPI_BYTE, MPI_BOR, node);
