@@ -14,7 +14,8 @@
 //    process-level communicator is freed with its fragment, and MPI has context ids
 //    left for the application;
 //  * more communicators alive than libep makes process-level communicators for
-//    (kMaxProcessComms): the rest take the fallback exchange, consistently;
+//    (kMaxProcessComms): the rest take the fallback exchange, consistently, small and
+//    large;
 //  * process_cores, each process's share of its node's CPUs.
 // Expected values are computed from world-endpoint numbers and the layout (coll_util.h).
 #include <gtest/gtest.h>
@@ -278,6 +279,20 @@ TEST_P(Fast, MoreCommunicatorsAliveThanProcessLevelOnes) {
         for (int w : c.members) want += w + i;
         ASSERT_EQ(sum, want) << c.what << " communicator " << i << " pass " << pass;
         ASSERT_EQ(EP_Barrier(dups[static_cast<size_t>(i)]), EP_SUCCESS);
+        if (i % 8 == 0) {  // above kFastBytes: the ring, or the fallback beyond the limit
+          const int len = 5000 + i;
+          std::vector<long> in(static_cast<size_t>(len)), out(static_cast<size_t>(len), -1);
+          for (int k = 0; k < len; ++k) in[static_cast<size_t>(k)] = c.me * 7L + k;
+          ASSERT_EQ(EP_Allreduce(in.data(), out.data(), len, MPI_LONG, MPI_SUM,
+                                 dups[static_cast<size_t>(i)]),
+                    EP_SUCCESS);
+          for (int k = 0; k < len; ++k) {
+            long w = 0;
+            for (int m : c.members) w += m * 7L + k;
+            ASSERT_EQ(out[static_cast<size_t>(k)], w)
+                << c.what << " communicator " << i << " " << k;
+          }
+        }
       }
     }
     EXPECT_LE(ep::collectives::process_comms_alive(), ep::collectives::kMaxProcessComms);
