@@ -567,6 +567,7 @@ void make_pcomm(CommShared* c, FastState* fs) {
   const char mine_ok = reserve_process_comm() ? 1 : 0;
   std::vector<char> votes(static_cast<size_t>(n), 0);
   std::vector<MPI_Request> reqs;
+  reqs.reserve(2 * static_cast<size_t>(n));
   for (int f = 0; f < n; ++f) {
     if (f == c->my_frag) continue;
     reqs.emplace_back();
@@ -753,8 +754,11 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
   const void* in = slots[0].in;
   void* acc = slots[0].out;
   FastScratch scratch(a), tmp(a);
-  std::vector<const void*> xs(slots.size());
-  for (size_t i = 0; i < slots.size(); ++i) xs[i] = slots[i].in;
+  const bool ring = nfrag > 1 && fs->pcomm != MPI_COMM_NULL && a.ti.size * a.count > kFastBytes;
+  std::vector<const void*> xs;  // the inputs, when something combines them
+  if (slots.size() > 1 || ring) {
+    for (const FastState::Slot& s : slots) xs.push_back(s.in);
+  }
   if (slots.size() > 1) {
     acc = nullptr;
     for (const FastState::Slot& s : slots) {
@@ -765,7 +769,7 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
     }
     if (acc == nullptr) acc = scratch.get();  // every endpoint passed EP_IN_PLACE
   }
-  if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL && a.ti.size * a.count > kFastBytes) {
+  if (ring) {
     std::vector<void*> outs;
     for (const FastState::Slot& s : slots) {
       if (s.out != acc) outs.push_back(s.out);
