@@ -297,6 +297,8 @@ bool Engine::drain_commands() {
 }
 
 bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
+  // A pass cut short for its waiter left the receive to post again (below).
+  if (posted_req_ == MPI_REQUEST_NULL) post_packet_recv();
   bool any = false;
   for (int i = 0; i < 64; ++i) {
     // relaxed: only ends the loop early (see "The progress baton" in engine.h).
@@ -322,6 +324,8 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     Stats::bump(stats_.packets_received);
     if (len <= static_cast<int>(kSmallPacketBytes)) {  // handed over in place
       sink_->on_record(st.MPI_SOURCE, data, static_cast<size_t>(len));
+      // relaxed: as above.  The waiter's packet: it returns first, the next pass posts.
+      if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) break;
       post_packet_recv();
       continue;
     }
