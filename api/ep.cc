@@ -76,8 +76,9 @@ void copy_status(const Request* r, EP_Status* st) {
   if (st != EP_STATUS_IGNORE) *st = r->status;
 }
 
+// `burst`: see ep::runtime::send (an application's nonblocking send).
 int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
-                SendMode mode, EP_Request* request, const char* call) {
+                SendMode mode, EP_Request* request, const char* call, bool burst = true) {
   EP_GET_COMM(ep, comm, call);
   TypeInfo ti;
   int err = check_buffer(buf, count, type, &ti, call);
@@ -86,7 +87,7 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = nullptr;
   err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,
-                          request != nullptr ? &r : nullptr, call);
+                          request != nullptr ? &r : nullptr, call, burst);
   if (err == EP_SUCCESS && request != nullptr) {
     if (!r->immortal) r->errhandler = ep->errhandler;  // the shared one never fails
     *request = reinterpret_cast<EP_Request>(r);
@@ -315,7 +316,7 @@ int sendrecv_impl(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
   int err = irecv_impl(recvbuf, recvcount, recvtype, source, recvtag, comm, &rr, call);
   if (err != EP_SUCCESS) return err;
   err = send_common(sendbuf, sendcount, sendtype, dest, sendtag, comm, SendMode::kStandard, &sr,
-                    call);
+                    call, /*burst=*/false);
   if (err != EP_SUCCESS) {
     EP_Cancel(&rr);
     wait_impl(&rr, EP_STATUS_IGNORE, call);

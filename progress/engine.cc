@@ -118,14 +118,14 @@ bool Engine::try_progress(const std::atomic<uint32_t>* watch, uint32_t mask) {
 
 bool Engine::try_start_commands() {
   if (!take_baton()) return false;
-  bool work = drain_commands();
+  bool work = start_commands();
   release_baton();
   return work;
 }
 
 void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
   if (now && take_baton()) {
-    drain_commands();                          // what was submitted earlier goes first
+    start_commands();                          // what was submitted earlier goes first
     if (flush_reserved) flush_outbox(outbox);  // ours, without a queue node
     release_baton();
     return;
@@ -152,7 +152,7 @@ void Engine::release_baton() {
 }
 
 bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
-  bool work = drain_commands();
+  bool work = start_commands();
   work |= poll_packets(watch, mask);
   // relaxed: the waiter re-reads its word with acquire; this only cuts the pass short.
   if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) return true;
@@ -192,9 +192,15 @@ void Engine::execute(const Command& c) {
     case Command::kRun:
       c.fn(c.arg);
       return;
-    case Command::kFlushOutbox:
-      flush_outbox(static_cast<Outbox*>(c.arg));
+    case Command::kFlushOutbox: {
+      Outbox* o = static_cast<Outbox*>(c.arg);
+      if (o->filling() && o->appender() != this_thread_mark()) {
+        held_.push_back(Held{o, now_ns() + kHoldNs});  // see "Bursts" in engine.h
+      } else {
+        flush_outbox(o);
+      }
       return;
+    }
   }
   if (err != MPI_SUCCESS) {
     MPI_Status st{};
@@ -294,6 +300,32 @@ bool Engine::drain_commands() {
   queued_.fetch_sub(n, std::memory_order_relaxed);  // relaxed: a sleep hint only
   Stats::bump(stats_.commands, n);
   return true;
+}
+
+bool Engine::start_commands() {
+  bool work = drain_commands();
+  if (!held_.empty()) work |= flush_held();
+  return work;
+}
+
+bool Engine::flush_held() {
+  const void* me = this_thread_mark();
+  int64_t now = 0;  // read once, and only if some flush is still held for its appender
+  bool flushed = false;
+  size_t w = 0;
+  for (const Held& h : held_) {
+    if (h.outbox->filling() && h.outbox->appender() != me) {
+      if (now == 0) now = now_ns();
+      if (now < h.until_ns) {  // still its appender's: look again next pass
+        held_[w++] = h;
+        continue;
+      }
+    }
+    flush_outbox(h.outbox);
+    flushed = true;
+  }
+  held_.resize(w);
+  return flushed;
 }
 
 bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
@@ -432,8 +464,8 @@ void Engine::run() {
     }
     aside_ns = kAsideMinNs;
     bool work = pass();
-    bool active =
-        !requests_.empty() || hook_pending_ || pollers_.load(std::memory_order_relaxed) > 0;
+    bool active = !requests_.empty() || !held_.empty() || hook_pending_ ||
+                  pollers_.load(std::memory_order_relaxed) > 0;
     // relaxed: a command pushed after this load is seen by the stop check's next round.
     bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
     baton_.store(0, std::memory_order_release);  // pairs with the acquire above

@@ -69,6 +69,17 @@
 // one MPI receive per batch instead of one each; a packet alone goes out as before
 // (tag kPacketTag).
 //
+// Bursts.  A flush of an outbox that is `filling()` (its last append was a nonblocking
+// send into the open batch, outbox.h) is held back when a thread other than the
+// appender runs it: it joins held_, and a later pass (of whoever holds the baton)
+// flushes it once the appender itself runs a pass (its next wait), or the outbox
+// stops filling (a blocking send, a packet alone, another peer), or kHoldNs passed.
+// So a window of EP_Isend leaves as one bundle when its thread next waits, instead
+// of in pieces taken by another endpoint's waiting thread while the sender appends,
+// each take moving the batch's cache lines between the cores.  While a flush is held
+// the progress thread polls instead of sleeping, so a burst whose thread went off to
+// compute still leaves within kHoldNs and a pass.
+//
 // Ordering: commands are executed in the order of their submit() calls (a single FIFO),
 // so one endpoint's commands keep their order even when its handle moves between
 // threads; a bundle keeps its packets in queue order and goes out where the first of
@@ -285,6 +296,10 @@ class Engine {
   // Requires the baton.  `watch`/`mask`: see "The progress baton" (nullptr: a full pass).
   bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   bool drain_commands();
+  // drain_commands, then flush_held: what a pass or a sender starts.
+  bool start_commands();
+  // Flushes the held outboxes whose burst ended (see "Bursts"); true if it flushed one.
+  bool flush_held();
   // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
   void flush_bundle();
   void flush_outbox(Outbox* outbox);
@@ -331,6 +346,14 @@ class Engine {
   int waited_ = 0;       // entries of active_ with a Completion
   int lazy_passes_ = 0;  // passes since active_ was last tested
   static constexpr int kLazyTestPasses = 16;
+  // Flushes held back while their appender is still appending ("Bursts"), each with
+  // its command's reference and the append count seen at the last look.
+  struct Held {
+    Outbox* outbox;
+    int64_t until_ns;  // now_ns() after which anyone flushes it
+  };
+  static constexpr int64_t kHoldNs = 20'000;
+  std::vector<Held> held_;
   std::vector<Command> bundle_;  // kSendPacket commands to bundle_peer_, in queue order
   size_t bundle_bytes_ = 0;
   int bundle_peer_ = -1;

@@ -22,12 +22,24 @@
 // submitted before it.)  Rendezvous payloads travel on the engine's data comm under
 // their own tag and need no order against packets.
 //
+// Bursts: a nonblocking send is often one of many the thread issues back to back
+// (a window of EP_Isend, then EP_Waitall).  append(..., burst=true) says so, and the
+// outbox then reports itself `filling()`: the last append went into the open batch
+// and nothing else is ready.  The engine holds the flush of a filling outbox back while
+// its appender is still appending (see "Bursts" in engine.h), so that the burst leaves
+// as one bundle instead of being taken in pieces by another thread while its owner
+// writes the next packet (both would move the batch's cache lines every packet).
+// appender() tells the engine which thread appended last.
+//
 // Lifetime: reference counted.  The endpoint holds one reference; each pending flush
 // command holds one (taken by append(), dropped by the engine after the flush), so an
 // endpoint may be freed while its last packets wait.
 //
 // Threading: append() by the endpoint's thread (one at a time), take() by the baton
-// holder; both under a spin lock held for a memcpy at most.
+// holder; both under a spin lock held for a memcpy at most.  appender() and filling()
+// may be read by any thread at any time: hints, relaxed atomics written under the lock
+// by the appender only when they change, on a cache line of their own, so that threads
+// looking at a held flush do not take the line the appender writes every packet.
 //
 // Memory ordering: lock_ is taken with an acquire exchange and released with a release
 // store, so the engine sees the packet bytes appended before the release.  refs_ is
@@ -44,6 +56,13 @@
 #include "progress/backoff.h"
 
 namespace ep::progress {
+
+// Identifies the calling thread (the address of a thread-local byte): compared with
+// Outbox::appender().
+inline const void* this_thread_mark() {
+  static thread_local char mark;
+  return &mark;
+}
 
 // A bundle is a sequence of records: [uint32 length][uint32 0][packet, padded to 8].
 constexpr size_t kRecordHeader = 8;
@@ -73,14 +92,16 @@ class Outbox {
 
   // Appends one packet of `len` bytes for `peer`; fill(char* at) writes it.  Returns
   // true if the caller must now submit Command::kFlushOutbox for this outbox (the
-  // reference for that command is already taken).
+  // reference for that command is already taken).  `burst`: a nonblocking send, which
+  // more may follow (see "Bursts").
   template <class Fill>
-  bool append(int peer, size_t len, Fill&& fill) {
+  bool append(int peer, size_t len, Fill&& fill, bool burst = false) {
     const size_t need = record_size(len);
     lock();
     if (open_.buf != nullptr && (open_.peer != peer || open_.len + need > kBatchBytes)) {
       close_open();
     }
+    note_append(burst && ready_.empty());
     if (open_.buf == nullptr) {
       cap_ = kFirstBytes;
       open_ = Batch{peer, static_cast<char*>(std::malloc(cap_)), 0, true};
@@ -104,6 +125,7 @@ class Outbox {
   bool append_alone(int peer, char* packet, size_t len) {
     lock();
     close_open();
+    note_append(false);
     ready_.push_back(Batch{peer, packet, len, false});
     return queue_flush_and_unlock();
   }
@@ -119,6 +141,11 @@ class Outbox {
     flush_queued_ = false;
     unlock();
   }
+
+  // Hints for the engine (see "Bursts"); relaxed loads: a stale value only moves a
+  // flush by one pass.
+  const void* appender() const { return hints_.appender.load(std::memory_order_relaxed); }
+  bool filling() const { return hints_.filling.load(std::memory_order_relaxed); }
 
   void unref() {
     // acq_rel: the last owner sees every other owner's writes before deleting.
@@ -142,13 +169,29 @@ class Outbox {
     unlock();
     return submit;
   }
+  void note_append(bool filling) {  // requires lock_
+    // relaxed: hints (see appender()).  Stored only when they change: a burst leaves
+    // the line shared with the threads that look at it.
+    const void* me = this_thread_mark();
+    if (hints_.appender.load(std::memory_order_relaxed) != me) {
+      hints_.appender.store(me, std::memory_order_relaxed);
+    }
+    if (hints_.filling.load(std::memory_order_relaxed) != filling) {
+      hints_.filling.store(filling, std::memory_order_relaxed);
+    }
+  }
   void lock() {
     // acquire: pairs with the release in unlock() of the previous holder.
     while (lock_.exchange(true, std::memory_order_acquire)) cpu_relax();
   }
   void unlock() { lock_.store(false, std::memory_order_release); }
 
-  std::atomic<bool> lock_{false};
+  struct alignas(64) Hints {  // written under lock_ by the appender, read by anyone
+    std::atomic<const void*> appender{nullptr};
+    std::atomic<bool> filling{false};
+  };
+  Hints hints_;
+  alignas(64) std::atomic<bool> lock_{false};
   std::atomic<int> refs_{1};
   bool flush_queued_ = false;  // guarded by lock_
   Batch open_;                 // guarded by lock_; buf == nullptr: none open

@@ -97,7 +97,7 @@ void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool 
 // progress thread, which submit() wakes).
 void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
                  Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, bool blocking,
-                 Request* r) {
+                 bool burst, Request* r) {
   Runtime* rt = runtime();
   int64_t bytes = ti.size * count;
   size_t len = rendezvous ? sizeof(WireHeader) : kEagerHeaderBytes + static_cast<size_t>(bytes);
@@ -109,7 +109,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
     };
     bool submit;
     if (progress::Outbox::fits(len)) {
-      submit = ep->outbox->append(a.proc, len, write);
+      submit = ep->outbox->append(a.proc, len, write, burst && !blocking);
     } else {
       char* packet = static_cast<char*>(std::malloc(len));
       write(packet);
@@ -142,7 +142,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
 }  // namespace
 
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
-         Endpoint* ep, SendMode mode, Request** out, const char* call) {
+         Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
   Runtime* rt = runtime();
   if (dest == EP_PROC_NULL) {
     if (out != nullptr) *out = completed_send_request();
@@ -200,7 +200,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     }
   } else {
     send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, /*blocking=*/out == nullptr,
-                r);
+                burst, r);
   }
   if (bsend_req != nullptr) {
     if (out != nullptr) *out = completed_send_request();

@@ -26,8 +26,11 @@ enum class SendMode { kStandard, kBuffered, kSynchronous, kReady };
 
 // Starts a send; on success *out is a request (held by user + operation) or, if
 // `out` is nullptr, the call waits for completion.  Arguments are already checked.
+// `burst`: an application's nonblocking send, which more may follow before its thread
+// waits - its packet may wait for them in the outbox (see "Bursts" in
+// progress/engine.h); libep's own sends (hidden traffic, Sendrecv) leave at once.
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
-         Endpoint* ep, SendMode mode, Request** out, const char* call);
+         Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst = false);
 // Posts a receive; the request completes when a message matched and arrived.
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep);

@@ -705,6 +705,55 @@ TEST(Large, SixtyFourMiBWithinAndAcrossProcesses) {
   });
 }
 
+// A window of small EP_Isend whose thread then sleeps: the flush held back for the
+// burst ("Bursts" in progress/engine.h) must still go out, although another endpoint
+// of the sending process is waiting meanwhile (its passes, not the progress thread's,
+// run then).  Rank 0 sends, rank 1 (same process) waits for the receiver's reply,
+// which the receiver sends only after the whole window arrived.
+TEST(Progress, IsendWindowLeavesWhileItsThreadSleeps) {
+  constexpr int kWindow = 64;
+  std::atomic<bool> sender_awake{true};
+  run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
+    const int me = rank_of(comm), last = size_of(comm) - 1;
+    ep_barrier(comm);
+    if (me == 0) {
+      int64_t out[kWindow];
+      EP_Request r[kWindow];
+      for (int i = 0; i < kWindow; ++i) {
+        out[i] = 1000 + i;
+        ASSERT_EQ(EP_Isend(&out[i], 1, MPI_INT64_T, last, 7, comm, &r[i]), EP_SUCCESS);
+      }
+      sender_awake.store(false, std::memory_order_release);  // pairs: rank 1's acquire
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // no libep call
+      sender_awake.store(true, std::memory_order_release);
+      EXPECT_EQ(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE), EP_SUCCESS);
+    } else if (me == 1) {
+      int64_t reply = 0;
+      EP_Request r;
+      ASSERT_EQ(EP_Irecv(&reply, 1, MPI_INT64_T, last, 8, comm, &r), EP_SUCCESS);
+      // acquire: pairs with rank 0's release; then the window is all appended.
+      while (sender_awake.load(std::memory_order_acquire)) std::this_thread::yield();
+      int done = 0;
+      const double t0 = EP_Wtime();
+      while (!done && EP_Wtime() - t0 < 0.8) ASSERT_EQ(EP_Test(&r, &done, EP_STATUS_IGNORE), 0);
+      EXPECT_TRUE(done) << "the window did not leave while its sender slept";
+      EXPECT_FALSE(sender_awake.load(std::memory_order_acquire));
+      if (!done) EXPECT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
+      EXPECT_EQ(reply, kWindow);
+    }
+    if (me == last) {
+      int64_t in[kWindow];
+      for (int i = 0; i < kWindow; ++i) {
+        ASSERT_EQ(EP_Recv(&in[i], 1, MPI_INT64_T, 0, 7, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+        EXPECT_EQ(in[i], 1000 + i);
+      }
+      int64_t n = kWindow;
+      ASSERT_EQ(EP_Send(&n, 1, MPI_INT64_T, 1, 8, comm), EP_SUCCESS);
+    }
+    ep_barrier(comm);
+  });
+}
+
 TEST(Progress, EightMiBSendCompletesWhileTheSenderSleeps) {
   const int n = 8 << 20;
   run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {

@@ -210,4 +210,39 @@ TEST(Outbox, PeerChangeAndFullBufferCloseBatchesInOrder) {
   box->unref();  // the owner's: frees it (LeakSanitizer checks under ASAN)
 }
 
+TEST(Outbox, FillingOnlyWhileABurstFillsTheOpenBatch) {
+  Outbox* box = new Outbox;
+  int s = 0;
+  auto fill = [&](char* p) { std::memcpy(p, &s, 4); };
+  EXPECT_FALSE(box->filling());
+  EXPECT_TRUE(box->append(1, 8, fill, /*burst=*/true));
+  EXPECT_TRUE(box->filling());
+  EXPECT_EQ(box->appender(), ep::progress::this_thread_mark());
+  EXPECT_FALSE(box->append(1, 8, fill, /*burst=*/true));
+  EXPECT_TRUE(box->filling());
+  box->append(1, 8, fill, /*burst=*/false);  // a blocking send: flush at once
+  EXPECT_FALSE(box->filling());
+  box->append(1, 8, fill, /*burst=*/true);
+  EXPECT_TRUE(box->filling());
+  box->append(2, 8, fill, /*burst=*/true);  // another peer: a batch is ready to go
+  EXPECT_FALSE(box->filling());
+  std::vector<Outbox::Batch> got;
+  box->take(&got);
+  box->append(2, 8, fill, /*burst=*/true);  // nothing ready: filling again
+  EXPECT_TRUE(box->filling());
+  box->append_alone(2, static_cast<char*>(std::malloc(8)), 8);  // a packet alone
+  EXPECT_FALSE(box->filling());
+  // Another thread appending takes the outbox over.
+  std::thread([&] {
+    box->append(2, 8, fill, /*burst=*/true);
+    EXPECT_NE(box->appender(), nullptr);
+  }).join();
+  EXPECT_NE(box->appender(), ep::progress::this_thread_mark());
+  box->take(&got);
+  for (const auto& b : got) std::free(b.buf);
+  box->unref();  // the first flush's reference
+  box->unref();  // the second's
+  box->unref();  // the owner's
+}
+
 }  // namespace
