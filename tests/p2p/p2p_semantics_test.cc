@@ -738,7 +738,9 @@ TEST(Progress, IsendWindowLeavesWhileItsThreadSleeps) {
       while (!done && EP_Wtime() - t0 < 0.8) ASSERT_EQ(EP_Test(&r, &done, EP_STATUS_IGNORE), 0);
       EXPECT_TRUE(done) << "the window did not leave while its sender slept";
       EXPECT_FALSE(sender_awake.load(std::memory_order_acquire));
-      if (!done) EXPECT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
+      if (!done) {
+        EXPECT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
+      }
       EXPECT_EQ(reply, kWindow);
     }
     if (me == last) {
