@@ -77,6 +77,7 @@ class Outbox {
   // Bytes of one batch; packets above a quarter of it go through the engine alone.
   static constexpr size_t kBatchBytes = 16 * 1024;
   static constexpr size_t kFirstBytes = 512;  // the first allocation of a batch
+  static constexpr size_t kBurstBytes = 4096;  // its first growth
   static bool fits(size_t len) { return record_size(len) <= kBatchBytes / 4; }
 
   struct Batch {
@@ -106,10 +107,10 @@ class Outbox {
       cap_ = kFirstBytes;
       open_ = Batch{peer, static_cast<char*>(std::malloc(cap_)), 0, true};
     }
-    // A batch starts small (a lone packet stays in the allocator's thread cache) and
-    // doubles as a burst fills it.
+    // A batch starts small (a lone packet stays in the allocator's thread cache); once
+    // a burst outgrows that it jumps to kBurstBytes, then doubles.
     while (open_.len + need > cap_) {
-      cap_ *= 2;
+      cap_ = cap_ < kBurstBytes ? kBurstBytes : cap_ * 2;
       open_.buf = static_cast<char*>(std::realloc(open_.buf, cap_));
     }
     char* at = open_.buf + open_.len;
