@@ -83,7 +83,9 @@
 // 3.9-5.5 (median 4.3) -> 3.8-5.6 (median 5.5) over 6 more; a single stream (one
 // endpoint per process) is unchanged at 3.9-5.6 M msg/s.  While a flush is held
 // the progress thread polls instead of sleeping, so a burst whose thread went off to
-// compute still leaves within kHoldNs and a pass.
+// compute leaves within kHoldNs and a pass - or, if the flush was held by a waiting
+// thread that then returned, once the progress thread next looks (it may be standing
+// aside: within two of its sleeps, see "Standing aside"), at most about 2 ms.
 //
 // Ordering: commands are executed in the order of their submit() calls (a single FIFO),
 // so one endpoint's commands keep their order even when its handle moves between
