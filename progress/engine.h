@@ -354,7 +354,7 @@ class Engine {
   int lazy_passes_ = 0;  // passes since active_ was last tested
   static constexpr int kLazyTestPasses = 16;
   // Flushes held back while their appender is still appending ("Bursts"), each with
-  // its command's reference and the append count seen at the last look.
+  // its command's reference to the outbox.
   struct Held {
     Outbox* outbox;
     int64_t until_ns;  // now_ns() after which anyone flushes it
