@@ -7,15 +7,19 @@
 //                                  dup + its first 8 B allreduce + free), and the
 //                                  plain-MPI baselines on the same 2 processes
 //                                  (MPI_Allreduce of 8 B and 1 MiB, dup + allreduce +
-//                                  free), repetitions interleaved;
+//                                  free), repetitions interleaved; and, when both
+//                                  processes share a node, row 1's scheduling floor
+//                                  (below);
 //   mpiexec -n 4 coll_bench mpi4   plain MPI with 4 processes ("MPI everywhere":
 //                                  MPI_Allreduce of 8 B, MPI_Barrier).
 // Each figure is the median over --reps repetitions of the mean time per operation
 // (endpoint 0 / rank 0 measures); bandwidth = bytes / time.
 #include <ep/ep.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +54,94 @@ void print(const char* name, const std::vector<double>& v, double scale) {
   std::printf("%s %.4f\n", name, median(v) * scale);
 }
 
+// Row 1's scheduling floor: the same 4 threads (2 per process) do an 8 B sum allreduce
+// with nothing but atomics on memory both processes map (MPI_Win_allocate_shared): no
+// MPI call and no libep call per operation.  Every thread must run once per operation,
+// so with fewer cores than threads each operation costs thread switches, whatever the
+// library; libep's row 1 cannot be faster than this.  Waiters yield at every look (the
+// faster of yielding and spinning with a yield every 64 looks, measured on 2 cores).
+struct FloorShared {
+  alignas(64) std::atomic<int64_t> arrived;     // arrivals at the current operation
+  alignas(64) std::atomic<int64_t> generation;  // operations completed
+  double result;                                // written before generation is bumped
+  alignas(64) double in[2][4];                  // inputs, by operation parity and thread
+};
+static_assert(std::atomic<int64_t>::is_always_lock_free, "atomics shared between processes");
+
+class Floor {
+ public:
+  // Collective over MPI_COMM_WORLD.  ok() is false unless there are exactly 2 processes
+  // on one node.
+  Floor() {
+    int size = 0;
+    CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+    CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node_));
+    int node_size = 0;
+    CHECK(MPI_Comm_size(node_, &node_size));
+    CHECK(MPI_Comm_rank(node_, &rank_));
+    ok_ = size == 2 && node_size == 2;
+    if (!ok_) return;
+    void* base = nullptr;
+    const MPI_Aint bytes = rank_ == 0 ? static_cast<MPI_Aint>(sizeof(FloorShared)) : 0;
+    CHECK(MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, node_, &base, &win_));
+    MPI_Aint got = 0;
+    int unit = 0;
+    CHECK(MPI_Win_shared_query(win_, 0, &got, &unit, &base));
+    s_ = static_cast<FloorShared*>(base);
+    if (rank_ == 0) new (s_) FloorShared{};
+    CHECK(MPI_Barrier(node_));
+  }
+  ~Floor() {
+    if (win_ != MPI_WIN_NULL) CHECK(MPI_Win_free(&win_));
+    CHECK(MPI_Comm_free(&node_));
+  }
+  bool ok() const { return ok_; }
+
+  // Seconds per operation seen by thread 0 of this process; both processes call it.
+  double measure() {
+    CHECK(MPI_Barrier(node_));
+    const int64_t g0 = s_->generation.load(std::memory_order_acquire);
+    double t[2] = {0, 0};
+    std::thread th[2];
+    for (int i = 0; i < 2; ++i) {
+      th[i] = std::thread([&, i] {
+        int64_t g = g0;
+        double y = 0;
+        t[i] = time_per_call(kSmallIters, [&] { y = allreduce(rank_ * 2 + i, 1.0, &g); });
+        if (y != 4) {
+          std::fprintf(stderr, "coll_bench: wrong floor result %g\n", y);
+          std::abort();
+        }
+      });
+    }
+    for (auto& x : th) x.join();
+    return t[0];
+  }
+
+ private:
+  // Thread `me` (0..3) of the 4 contributes x to operation *g; returns the sum.
+  double allreduce(int me, double x, int64_t* g) {
+    FloorShared& s = *s_;
+    s.in[*g & 1][me] = x;
+    // acq_rel: releases our input to the last arrival; the last arrival acquires all.
+    if (s.arrived.fetch_add(1, std::memory_order_acq_rel) == 3) {
+      s.result = s.in[*g & 1][0] + s.in[*g & 1][1] + s.in[*g & 1][2] + s.in[*g & 1][3];
+      s.arrived.store(0, std::memory_order_relaxed);          // ordered by the release below
+      s.generation.store(*g + 1, std::memory_order_release);  // pairs: the waiters' acquire
+    } else {
+      while (s.generation.load(std::memory_order_acquire) == *g) sched_yield();
+    }
+    ++*g;
+    return s.result;
+  }
+
+  MPI_Comm node_ = MPI_COMM_NULL;
+  MPI_Win win_ = MPI_WIN_NULL;
+  FloorShared* s_ = nullptr;
+  int rank_ = 0;
+  bool ok_ = false;
+};
+
 void mpi_only(int rank) {
   std::vector<double> ar, bar;
   double x = 1, y = 0;
@@ -71,7 +163,8 @@ void with_endpoints(int rank) {
   CHECK(EP_Init());
   EP_Comm comms[2];
   CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, 2, MPI_INFO_NULL, comms));
-  std::vector<double> ep8, ep1m, epbar, epdup, mpi8, mpi1m, mpidup;
+  std::vector<double> ep8, ep1m, epbar, epdup, mpi8, mpi1m, mpidup, floor8;
+  Floor floor;
   std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
   std::vector<std::vector<double>> ep_in(2, std::vector<double>(kBigCount, 1.0)),
       ep_out(2, std::vector<double>(kBigCount));
@@ -134,6 +227,7 @@ void with_endpoints(int rank) {
       CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, dup));
       CHECK(MPI_Comm_free(&dup));
     }));
+    if (floor.ok()) floor8.push_back(floor.measure());
   }
   CHECK(EP_Comm_free(&comms[0]));
   CHECK(EP_Comm_free(&comms[1]));
@@ -142,6 +236,7 @@ void with_endpoints(int rank) {
     const double mib = 1.0 / (1 << 20);
     print("ep_allreduce8_us", ep8, 1e6);
     print("mpi2_allreduce8_us", mpi8, 1e6);
+    if (!floor8.empty()) print("floor_allreduce8_us", floor8, 1e6);
     std::printf("ep_allreduce1m_mibps %.1f\n", 1.0 / median(ep1m) * (kBigCount * 8.0) * mib);
     std::printf("mpi2_allreduce1m_mibps %.1f\n", 1.0 / median(mpi1m) * (kBigCount * 8.0) * mib);
     print("ep_barrier_us", epbar, 1e6);
