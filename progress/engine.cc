@@ -373,6 +373,7 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
 }
 
 void Engine::deliver_bundle(int src, const char* data, size_t len) {
+  sink_->bundle_begin();
   size_t pos = 0;
   while (pos + kRecordHeader <= len) {
     uint32_t head[2];
@@ -383,6 +384,7 @@ void Engine::deliver_bundle(int src, const char* data, size_t len) {
     sink_->on_record(src, data + pos + kRecordHeader, n);
     pos += record_size(n);
   }
+  sink_->bundle_end();
 }
 
 bool Engine::test_active() {

@@ -144,6 +144,11 @@ class PacketSink {
   // One packet of a bundle: `packet` is valid only during the call.  The default
   // copies it into a block for on_packet; a sink may consume it in place.
   virtual void on_record(int src_proc, const char* packet, size_t len);
+  // Bracket the records of one bundle (the on_record calls between them): a sink may
+  // keep state across them, such as a matcher held for consecutive records to one
+  // endpoint.  A packet alone is not bracketed.
+  virtual void bundle_begin() {}
+  virtual void bundle_end() {}
 
  protected:
   ~PacketSink() = default;

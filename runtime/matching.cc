@@ -54,13 +54,15 @@ void Matcher::post(MatchOp* op) {
   kick();
 }
 
-bool Matcher::try_deliver_direct(Envelope* e) {
+bool Matcher::hold() {
   uint32_t expected = 0;
-  // acquire: pairs with the release CAS of the previous matcher.
-  if (!line_.work.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                          std::memory_order_relaxed)) {
-    return false;
-  }
+  // acquire: pairs with the release CAS of the previous matcher (finish_rounds).
+  return line_.work.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                            std::memory_order_relaxed);
+}
+
+bool Matcher::try_deliver_direct(Envelope* e) {
+  if (!hold()) return false;
   arrive(e);  // the queues hold nothing we must see first (see "In place" in matching.h)
   finish_rounds(1);
   return true;

@@ -32,6 +32,11 @@
 // source's arrivals are pushed by one thread at a time, and it kicks before its
 // next push or in-place match).  Afterwards CAS(1 -> 0); if it fails, someone kicked:
 // drain the queues and try again (finish_rounds).
+// Held.  A thread delivering several arrivals in a row (the records of one bundle from
+// another process, all from one source process) may stay the matcher across them:
+// hold() once, deliver_held() each, release() once - one CAS pair for the run instead
+// of one per arrival.  The argument is the in-place one applied to each arrival in
+// turn: anything pushed meanwhile is handled at release(), before the line is let go.
 // The first posted receive.  A sender matching in place needs the matcher's line
 // (line_.work) anyway; the fields of the first posted receive - match criteria, where its
 // data goes, its request and its successor - are copied onto that same line (Line),
@@ -125,6 +130,12 @@ class Matcher {
   // caller's stack: it is materialized if it has to wait).  Returns false, doing
   // nothing, if another matcher is active.
   bool try_deliver_direct(Envelope* e);
+  // See "Held" above.  hold(): if no matcher is active, become it (true), else false.
+  // deliver_held(): while holding, match `e` in place (as try_deliver_direct).
+  // release(): stop holding, after handling whatever was pushed meanwhile.
+  bool hold();
+  void deliver_held(Envelope* e) { arrive(e); }
+  void release() { finish_rounds(1); }
   // True while some thread is acting as this matcher (for safe reclamation).
   bool busy() const { return line_.work.load(std::memory_order_acquire) != 0; }
 

@@ -47,12 +47,8 @@ void arrive(Endpoint* ep, Envelope* e) {
 void Runtime::on_record(int src_proc, const char* packet, size_t len) {
   const auto* h = reinterpret_cast<const WireHeader*>(packet);
   if (len < kEagerHeaderBytes || h->kind != WireHeader::kEager) {
+    release_held();  // it takes the usual way, after the records before it
     PacketSink::on_record(src_proc, packet, len);  // a block of its own
-    return;
-  }
-  Endpoint* ep = destination(contexts, h, len);
-  if (ep == nullptr) {
-    count(counters.dropped_packets);
     return;
   }
   Envelope e;  // refers to the bundle, which lives until we return
@@ -61,7 +57,34 @@ void Runtime::on_record(int src_proc, const char* packet, size_t len) {
   e.tag = h->tag;
   e.bytes = static_cast<int64_t>(len - kEagerHeaderBytes);
   e.data = packet + kEagerHeaderBytes;
+  if (held_ != nullptr && h->ctx == held_ctx_ && h->dst_local == held_local_) {
+    held_->matcher.deliver_held(&e);  // the run of records to one endpoint goes on
+    return;
+  }
+  release_held();
+  Endpoint* ep = destination(contexts, h, len);
+  if (ep == nullptr) {
+    count(counters.dropped_packets);
+    return;
+  }
+  if (in_bundle_ && ep->matcher.hold()) {  // more records may follow: keep the matcher
+    held_ = ep;
+    held_ctx_ = h->ctx;
+    held_local_ = h->dst_local;
+    ep->matcher.deliver_held(&e);
+    return;
+  }
   arrive(ep, &e);
+}
+
+void Runtime::release_held() {
+  if (held_ != nullptr) held_->matcher.release();
+  held_ = nullptr;
+}
+
+void Runtime::bundle_end() {
+  release_held();
+  in_bundle_ = false;
 }
 
 void Runtime::on_packet(int src_proc, char* block, size_t len) {

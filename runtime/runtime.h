@@ -68,12 +68,26 @@ class Runtime final : public progress::PacketSink {
 
   void on_packet(int src_proc, char* block, size_t len) override;
   void on_record(int src_proc, const char* packet, size_t len) override;
+  void bundle_begin() override { in_bundle_ = true; }
+  void bundle_end() override;
   // Counts one event for EP_STATS.  Only when statistics are on: every endpoint
   // thread bumping one shared counter per message would bounce its cache line
   // between the cores on every message.
   void count(std::atomic<uint64_t>& counter) {
     if (config.stats) counter.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
   }
+
+ private:
+  // Within one bundle (between bundle_begin and bundle_end; touched only by the thread
+  // delivering it, the progress baton's holder): the endpoint whose matcher this
+  // thread holds for consecutive records (see "Held" in matching.h), and the context
+  // and local index it was found by.  The endpoint cannot be retired meanwhile: that
+  // runs as an engine command, never inside a pass's delivery.
+  void release_held();
+  bool in_bundle_ = false;
+  Endpoint* held_ = nullptr;
+  uint32_t held_ctx_ = 0;
+  uint32_t held_local_ = 0;
 };
 
 Runtime* runtime();

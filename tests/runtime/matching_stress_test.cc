@@ -3,7 +3,8 @@
 // P producer threads push envelopes (src_rank = producer id, tag in [0,3], the
 // producer's sequence number in `bytes`) through their own ProducerTokens, or match
 // them in place with try_deliver_direct (heap envelopes, or stack envelopes that the
-// matcher materializes if they must wait).  One consumer thread posts receives with
+// matcher materializes if they must wait), or in runs of up to 8 under one hold()
+// (as a bundle's records are delivered; the queues are then handled at release()).  One consumer thread posts receives with
 // random (source, tag) criteria, probes, and cancels; at the end it cancels what is
 // still posted and drains the rest with ANY_SOURCE/ANY_TAG receives.
 //
@@ -278,6 +279,22 @@ void run_scenario(const RunParams& p) {
         } else if (how < 6) {
           Envelope* e = new_envelope(s, m.tag, m.seq);
           if (!matcher->try_deliver_direct(e)) matcher->push(token, e);
+        } else if (how == 7 && matcher->hold()) {
+          // A held run, as the records of one bundle are delivered: up to 8 messages
+          // in a row under one hold, on the stack (materialized if they must wait).
+          const int run = std::min(1 + static_cast<int>(rng() % 8), N - i);
+          for (int k = 0; k < run; ++k) {
+            const Message& mk = msgs[static_cast<size_t>(s) * N + i + k];
+            Envelope e;
+            e.kind = Envelope::kEager;
+            e.owned = false;
+            e.src_rank = s;
+            e.tag = mk.tag;
+            e.bytes = mk.seq;
+            matcher->deliver_held(&e);
+          }
+          matcher->release();
+          i += run - 1;
         } else {
           // On the stack, as the local eager path of p2p does.
           Envelope e;
