@@ -4,9 +4,10 @@
 // producer's sequence number in `bytes`) through their own ProducerTokens, or match
 // them in place with try_deliver_direct (heap envelopes, or stack envelopes that the
 // matcher materializes if they must wait), or in runs of up to 8 under one hold()
-// (as a bundle's records are delivered; the queues are then handled at release()).  One consumer thread posts receives with
-// random (source, tag) criteria, probes, and cancels; at the end it cancels what is
-// still posted and drains the rest with ANY_SOURCE/ANY_TAG receives.
+// (as a bundle's records are delivered; the queues are then handled at release()).
+// One consumer thread posts receives with random (source, tag) criteria, probes, and
+// cancels; at the end it cancels what is still posted and drains the rest with
+// ANY_SOURCE/ANY_TAG receives.
 //
 // Checked: every message delivered exactly once, every receive gets at most one
 // message (and a cancelled one none), probes report a message that is still
