@@ -81,7 +81,7 @@ void pack(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, voi
   int64_t bytes = ti.size * count;
   if (bytes == 0) return;
   if (ti.contiguous) {
-    std::memcpy(out, static_cast<const char*>(buf) + ti.true_lb, bytes);
+    copy_bytes(out, static_cast<const char*>(buf) + ti.true_lb, static_cast<size_t>(bytes));
     return;
   }
   int pos = 0;
@@ -96,7 +96,7 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
   int64_t nbytes = whole * ti.size;
   if (nbytes == 0) return;  // (buf may be NULL for count 0)
   if (ti.contiguous) {
-    std::memcpy(static_cast<char*>(buf) + ti.true_lb, in, nbytes);
+    copy_bytes(static_cast<char*>(buf) + ti.true_lb, in, static_cast<size_t>(nbytes));
     return;
   }
   int pos = 0;

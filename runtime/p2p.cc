@@ -308,10 +308,10 @@ void deliver(Request* r, RecvTarget t, Envelope* e) {
       const int64_t whole = n - n % t.elem;  // as unpack(): whole elements only
       if (whole > 0 && whole <= Request::kInlineBytes) {
         // The waiter copies it (see "Inline payload" in request.h).
-        std::memcpy(r->inline_data, e->data, static_cast<size_t>(whole));
+        copy_bytes(r->inline_data, e->data, static_cast<size_t>(whole));
         inline_payload = true;
       } else if (whole > 0) {
-        std::memcpy(t.dst, e->data, static_cast<size_t>(whole));
+        copy_bytes(t.dst, e->data, static_cast<size_t>(whole));
       }
     } else {
       unpack(e->data, n, r->buf, r->count, r->type, r->ti);
