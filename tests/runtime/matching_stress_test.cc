@@ -99,6 +99,18 @@ Envelope* new_envelope(int src, int tag, int64_t seq) {
   return e;
 }
 
+// The same on the caller's stack (owned == false), as the local eager path of p2p and a
+// bundle's records arrive: the matcher materializes it if it has to wait.
+Envelope stack_envelope(int src, int tag, int64_t seq) {
+  Envelope e;
+  e.kind = Envelope::kEager;
+  e.owned = false;
+  e.src_rank = src;
+  e.tag = tag;
+  e.bytes = seq;
+  return e;
+}
+
 // Every receive gets a target of its own (set_target), so a delivery through the
 // matcher's copy of the first posted receive (Matcher::Head) that named another
 // receive's target, or a stale one, is caught.
@@ -286,24 +298,13 @@ void run_scenario(const RunParams& p) {
           const int run = std::min(1 + static_cast<int>(rng() % 8), N - i);
           for (int k = 0; k < run; ++k) {
             const Message& mk = msgs[static_cast<size_t>(s) * N + i + k];
-            Envelope e;
-            e.kind = Envelope::kEager;
-            e.owned = false;
-            e.src_rank = s;
-            e.tag = mk.tag;
-            e.bytes = mk.seq;
+            Envelope e = stack_envelope(s, mk.tag, mk.seq);
             matcher->deliver_held(&e);
           }
           matcher->release();
           i += run - 1;
         } else {
-          // On the stack, as the local eager path of p2p does.
-          Envelope e;
-          e.kind = Envelope::kEager;
-          e.owned = false;
-          e.src_rank = s;
-          e.tag = m.tag;
-          e.bytes = m.seq;
+          Envelope e = stack_envelope(s, m.tag, m.seq);  // as the local eager path does
           if (!matcher->try_deliver_direct(&e)) matcher->push(token, materialize_fn(&e));
         }
         if (rng() % 64 == 0) {
