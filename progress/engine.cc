@@ -138,6 +138,21 @@ void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
   }
 }
 
+bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len) {
+  if (len > kSmallPacketBytes || !take_baton()) return false;
+  if (!outbox.idle_for_appender()) {  // an earlier packet of this endpoint goes first
+    release_baton();
+    return false;
+  }
+  // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
+  // blocking sends" in engine.h).  A failure drops the packet, like a lone packet
+  // whose MPI_Isend failed.
+  MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag, packet_comm_);
+  Stats::bump(stats_.packets_sent);
+  release_baton();
+  return true;
+}
+
 bool Engine::take_baton() {
   uint32_t expected = 0;
   // acquire: pairs with the release store in release_baton() that ended the previous

@@ -87,6 +87,16 @@
 // thread that then returned, once the progress thread next looks (it may be standing
 // aside: within two of its sleeps, see "Standing aside"), at most about 2 ms.
 //
+// Lone blocking sends.  A blocking send of a small eager message whose endpoint has
+// nothing waiting in its outbox (the usual case of a ping-pong or a reply) skips the
+// outbox and the command queue: its thread takes the baton, writes the packet on its
+// stack and sends it with MPI_Send (try_send_alone).  MPI_Send of a packet of at most
+// kSmallPacketBytes returns once MPI copied it (an eager send; it never waits for the
+// receiver), so nothing is allocated, tracked or tested later, and the outbox's lock,
+// its references and the flush's batch list are not touched.  Order is kept: the
+// outbox holds nothing of the endpoint's, so every earlier packet of it has already
+// been handed to MPI, on the same communicator.
+//
 // Ordering: commands are executed in the order of their submit() calls (a single FIFO),
 // so one endpoint's commands keep their order even when its handle moves between
 // threads; a bundle keeps its packets in queue order and goes out where the first of
@@ -241,6 +251,12 @@ class Engine {
   // (a flush is owed); `now` - send at once if no other thread holds the baton
   // (a blocking send).  Otherwise the flush is queued as Command::kFlushOutbox.
   void send_outbox(Outbox* outbox, bool flush_reserved, bool now);
+  // A blocking send's lone small packet (at most kSmallPacketBytes), from the thread
+  // that appends to `outbox`: if the baton is free and the outbox holds nothing of
+  // this endpoint's, sends `len` bytes at `packet` at once with MPI_Send and returns
+  // true; else returns false and does nothing (the caller goes through the outbox).
+  // See "Lone blocking sends" above.
+  bool try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len);
   // Wakes the progress thread if it sleeps (a waiter stops progressing itself).
   void wake();
   // A thread announces that it will drive progress while it waits (helper_enter)

@@ -143,6 +143,13 @@ class Outbox {
     unlock();
   }
 
+  // True if no packet of this outbox waits (none open, none ready, no flush owed).
+  // Only for the baton holder, and only when it is also the appending thread (see
+  // Engine::try_send_alone): take() runs only under the baton and append() only on
+  // the appender's thread, so neither can change the answer meanwhile; the baton's
+  // acquire orders the last take()'s writes before these reads.
+  bool idle_for_appender() const { return open_.buf == nullptr && ready_.empty() && !flush_queued_; }
+
   // Hints for the engine (see "Bursts"); relaxed loads: a stale value only moves a
   // flush by one pass.
   const void* appender() const { return hints_.appender.load(std::memory_order_relaxed); }

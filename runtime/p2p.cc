@@ -108,7 +108,17 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
       pack(buf, count, type, ti, p + kEagerHeaderBytes);
     };
     bool submit;
-    if (progress::Outbox::fits(len)) {
+    if (blocking && len <= progress::Engine::kSmallPacketBytes) {
+      // A lone small packet leaves from this stack if nothing of ours waits (see "Lone
+      // blocking sends" in engine.h); else it joins the outbox like any other.
+      alignas(8) char packet[progress::Engine::kSmallPacketBytes];
+      write(packet);
+      if (rt->engine.try_send_alone(*ep->outbox, a.proc, packet, len)) {
+        if (r != nullptr) request_complete(r);  // the data was copied: complete
+        return;
+      }
+      submit = ep->outbox->append(a.proc, len, [&](char* at) { copy_bytes(at, packet, len); });
+    } else if (progress::Outbox::fits(len)) {
       submit = ep->outbox->append(a.proc, len, write, burst && !blocking);
     } else {
       char* packet = static_cast<char*>(std::malloc(len));

@@ -224,6 +224,60 @@ TEST(Ordering, NonOvertakingWithWildcardsAndMixedSizes) {
   });
 }
 
+// A blocking send of a small message may leave on its own, straight from its caller's
+// stack ("Lone blocking sends" in progress/engine.h) - but only when none of the
+// endpoint's earlier packets still waits in its outbox: here every blocking send
+// follows a burst of nonblocking ones that has not left yet, or another blocking one.
+TEST(Ordering, BlockingSendsBetweenBurstsOfIsendKeepTheirPlace) {
+  const int rounds = scaled(300);
+  const int per = 9;  // messages per round: 4 EP_Isend, EP_Send, 3 EP_Isend, EP_Bsend
+  run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
+    for (Pair p : pairs(size_of(comm))) {
+      int me = rank_of(comm);
+      if (me == p.a) {
+        std::vector<char> bsend_buf(per * (256 + EP_BSEND_OVERHEAD));
+        void* detached = nullptr;
+        int detached_size = 0;
+        // The attached buffer is per process: only endpoint 0 of each process sends here.
+        ASSERT_EQ(EP_Buffer_attach(bsend_buf.data(), static_cast<int>(bsend_buf.size())),
+                  EP_SUCCESS);
+        for (int r = 0; r < rounds; ++r) {
+          std::vector<std::vector<int>> bufs(per);
+          std::vector<EP_Request> reqs;
+          for (int k = 0; k < per; ++k) {
+            // Mostly one int; every fifth round one of 50 ints (still a small packet).
+            int len = (r % 5 == 0 && k % 3 == 1) ? 50 : 1;
+            bufs[k].assign(len, r * per + k);
+            const int tag = k % 3;
+            if (k == 4) {
+              ASSERT_EQ(EP_Send(bufs[k].data(), len, MPI_INT, p.b, tag, comm), EP_SUCCESS);
+            } else if (k == 8) {
+              ASSERT_EQ(EP_Bsend(bufs[k].data(), len, MPI_INT, p.b, tag, comm), EP_SUCCESS);
+            } else {
+              EP_Request q;
+              ASSERT_EQ(EP_Isend(bufs[k].data(), len, MPI_INT, p.b, tag, comm, &q), EP_SUCCESS);
+              reqs.push_back(q);
+            }
+          }
+          ASSERT_EQ(EP_Waitall(static_cast<int>(reqs.size()), reqs.data(), EP_STATUSES_IGNORE),
+                    EP_SUCCESS);
+        }
+        ASSERT_EQ(EP_Buffer_detach(&detached, &detached_size), EP_SUCCESS);
+      } else if (me == p.b) {
+        std::vector<int> in(50);
+        for (int i = 0; i < rounds * per; ++i) {
+          EP_Status st;
+          int src = (i % 2) ? EP_ANY_SOURCE : p.a;
+          ASSERT_EQ(EP_Recv(in.data(), 50, MPI_INT, src, EP_ANY_TAG, comm, &st), EP_SUCCESS);
+          ASSERT_EQ(in[0], i) << p.what << ": message " << in[0] << " arrived in place of " << i;
+          EXPECT_EQ(st.EP_TAG, (i % per) % 3);
+        }
+      }
+      ep_barrier(comm);
+    }
+  });
+}
+
 TEST(Ordering, SpecificTagReceivesSkipOtherTagsButKeepTheirOrder) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     for (Pair p : pairs(size_of(comm))) {
