@@ -233,6 +233,9 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
   int err = check_requests(count, requests, call);
   if (err != EP_SUCCESS) return err;
   bool any_error = false;
+  // The array's requests are ours until we return (see "Completed by its waiter" in
+  // runtime/request.h).
+  ep::runtime::WaitScope scope(reinterpret_cast<Request* const*>(requests), count);
   for (int i = 0; i < count; ++i) {
     EP_Status st;
     if (requests[i] == EP_REQUEST_NULL) {

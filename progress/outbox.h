@@ -54,13 +54,14 @@
 #include <vector>
 
 #include "progress/backoff.h"
+#include "progress/fast_tls.h"
 
 namespace ep::progress {
 
 // Identifies the calling thread (the address of a thread-local byte): compared with
 // Outbox::appender().
 inline const void* this_thread_mark() {
-  static thread_local char mark;
+  static thread_local char mark EP_FAST_TLS;
   return &mark;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/datatype.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -18,11 +19,17 @@ bool is_builtin(MPI_Datatype type) {
 #endif
 }
 
-struct CacheEntry {
-  MPI_Datatype type = MPI_DATATYPE_NULL;
-  TypeInfo info;
+// What every thread learned of builtin types, process-wide: a slot per value of the
+// handle's low byte (MPICH numbers its builtin types there), each filled once - the
+// first thread to claim it writes type and info, then publishes them - and read-only
+// afterwards.  A type whose slot holds another type, or is being filled, is queried.
+struct BuiltinSlot {
+  static constexpr uint32_t kEmpty = 0, kFilling = 1, kReady = 2;
+  std::atomic<uint32_t> state{kEmpty};
+  MPI_Datatype type = MPI_DATATYPE_NULL;  // written once, before kReady
+  TypeInfo info;                          // written once, before kReady
 };
-thread_local CacheEntry t_cache[16];
+BuiltinSlot g_builtin[256];
 
 bool query(MPI_Datatype type, TypeInfo* info) {
   MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
@@ -68,12 +75,20 @@ bool describe(MPI_Datatype type, TypeInfo* info) {
     }
     return query(type, info);
   }
-  CacheEntry& e = t_cache[(static_cast<unsigned>(type) >> 8) & 15];
-  if (e.type != type) {
-    if (!query(type, &e.info)) return false;
-    e.type = type;
+  BuiltinSlot& s = g_builtin[static_cast<unsigned>(type) & 255];
+  // acquire: pairs with the release store of kReady below (type and info written).
+  if (s.state.load(std::memory_order_acquire) == BuiltinSlot::kReady && s.type == type) {
+    *info = s.info;
+    return true;
   }
-  *info = e.info;
+  if (!query(type, info)) return false;
+  uint32_t expected = BuiltinSlot::kEmpty;
+  // relaxed: the claim orders nothing; the release store publishes.
+  if (s.state.compare_exchange_strong(expected, BuiltinSlot::kFilling, std::memory_order_relaxed)) {
+    s.type = type;
+    s.info = *info;
+    s.state.store(BuiltinSlot::kReady, std::memory_order_release);
+  }
   return true;
 }
 

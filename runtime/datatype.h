@@ -1,7 +1,7 @@
 // datatype.h - what libep needs to know about an MPI_Datatype, and copying with it.
 //
 // What it is: TypeInfo is the size, extent and contiguity of a datatype, computed by
-// describe() (builtin types are cached per thread; derived types are queried each
+// describe() (builtin types are cached process-wide; derived types are queried each
 // time because their handles can be freed and reused).  pack/unpack/copy move data
 // between a (buf, count, type) triple and its packed bytes - the representation
 // libep carries in messages - with memcpy when the type is contiguous and

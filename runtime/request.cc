@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "progress/fast_tls.h"
 #include "runtime/bsend.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
@@ -15,6 +16,9 @@ namespace ep::runtime {
 
 namespace {
 // A small per-thread cache of Request objects: receives and sends allocate one each.
+// It lives on the heap, reached through a pointer in fast TLS (progress/fast_tls.h:
+// 520 bytes are too many for initial-exec space); `t_request_cache_owner` (ordinary
+// TLS, touched once per thread) frees it when the thread exits.
 struct RequestCache {
   Request* items[64];
   int n = 0;
@@ -22,13 +26,59 @@ struct RequestCache {
     for (int i = 0; i < n; ++i) delete items[i];
   }
 };
-thread_local RequestCache t_requests;
+thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
+struct RequestCacheOwner {
+  ~RequestCacheOwner() {
+    delete t_request_cache;
+    t_request_cache = nullptr;  // a request recycled after this is deleted instead
+  }
+};
+thread_local RequestCacheOwner t_request_cache_owner;
+
+RequestCache* request_cache() {
+  if (t_request_cache == nullptr) {
+    static_cast<void>(&t_request_cache_owner);  // constructed here: registers the exit hook
+    t_request_cache = new RequestCache;
+  }
+  return t_request_cache;
+}
+
+// The requests this thread is blocked on (see "Completed by its waiter" in request.h).
+struct WaitSet {
+  Request* const* reqs = nullptr;
+  int n = 0;     // 0: no scope is active
+  int next = 0;  // where the next completion is likely found
+};
+thread_local WaitSet t_waiting EP_FAST_TLS;
 }  // namespace
+
+WaitScope::WaitScope(Request* const* reqs, int n) : active_(t_waiting.n == 0 && n > 0) {
+  if (active_) t_waiting = WaitSet{reqs, n, 0};
+}
+
+WaitScope::~WaitScope() {
+  if (active_) t_waiting = WaitSet{};
+}
+
+// Looks at a few entries from the cursor only: a miss costs the completion its RMW,
+// never its correctness.
+bool waited_here(const Request* r) {
+  WaitSet& w = t_waiting;
+  const int end = w.next + 4 < w.n ? w.next + 4 : w.n;
+  for (int i = w.next; i < end; ++i) {
+    if (w.reqs[i] == r) {
+      w.next = i + 1;
+      return true;
+    }
+  }
+  return false;
+}
 
 Request* request_new(RequestKind kind, bool user_handle) {
   Request* r;
-  if (t_requests.n > 0) {
-    r = t_requests.items[--t_requests.n];
+  RequestCache* cache = request_cache();
+  if (cache->n > 0) {
+    r = cache->items[--cache->n];
     r->~Request();
     new (r) Request;
   } else {
@@ -70,8 +120,9 @@ namespace {
 void recycle(Request* r, uint32_t state) {
   if ((state & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
   std::free(r->drain_buf);
-  if (t_requests.n < 64) {
-    t_requests.items[t_requests.n++] = r;
+  RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
+  if (cache != nullptr && cache->n < 64) {
+    cache->items[cache->n++] = r;
   } else {
     delete r;
   }
@@ -94,6 +145,13 @@ void request_unref(Request* r) {
 void request_complete(Request* r, bool inline_payload) {
   if (r->kind == RequestKind::kBsend && r->bsend != nullptr) r->bsend->release(r->segment);
   const uint32_t bits = inline_payload ? Request::kComplete | Request::kInline : Request::kComplete;
+  if (waited_here(r)) {
+    // Nobody else may touch the state meanwhile (see "Completed by its waiter"): no
+    // RMW, no wake (we are the waiter, awake).  relaxed load: only our own writes can
+    // be there (a kPendingWaited we set before a sleep); release: as the fetch_or.
+    r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
+    return;
+  }
   // acq_rel: release publishes status (pairs with the acquire in request_done() and
   // request_wait()); acquire pairs with a user's kReleased fetch_or before we recycle.
   const uint32_t old = r->state.fetch_or(bits, std::memory_order_acq_rel);
@@ -117,25 +175,27 @@ void request_wait(Request* r, progress::Policy policy) {
   // pass delivered): return before announcing ourselves as a helper, which costs two
   // RMWs on the engine's shared counter and a clock read.
   if (request_done(r)) return;
+  WaitScope scope(&r, 1);  // unless the caller's scope covers r already (EP_Waitall)
   progress::Backoff b(policy);
-  progress::Engine& engine = runtime()->engine;
+  // Only a transfer with another process involves the engine.
+  progress::Engine* engine = r->needs_engine ? &runtime()->engine : nullptr;
   // While we help, the progress thread stands aside (see Engine::helper_enter).
   bool helping = r->needs_engine;
-  if (helping) engine.helper_enter();
+  if (helping) engine->helper_enter();
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
       if ((s & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
-      if (helping) engine.helper_leave(/*wake_now=*/false);
+      if (helping) engine->helper_leave(/*wake_now=*/false);
       return;
     }
     // A transfer with another process: drive MPI ourselves rather than wait for the
     // progress thread to be scheduled (see "The progress baton" in engine.h).
     if (r->needs_engine && !helping && b.spinning()) {
-      engine.helper_enter();
+      engine->helper_enter();
       helping = true;
     }
-    if (r->needs_engine && engine.try_progress(&r->state, Request::kComplete)) {
+    if (r->needs_engine && engine->try_progress(&r->state, Request::kComplete)) {
       // A pass that made progress keeps a point-to-point waiter hot.  A collective
       // waiter's passes mostly serve other traffic (window operations, other
       // communicators) while its operation waits for slower endpoints: it backs off
@@ -151,13 +211,13 @@ void request_wait(Request* r, progress::Policy policy) {
       // finish the operation off its core for a whole time slice.  Likewise while
       // another thread of this process holds the baton: it completes our request, and
       // it may need our core to do so.
-      if (r->kind == RequestKind::kColl || (r->needs_engine && engine.baton_held())) {
+      if (r->kind == RequestKind::kColl || (r->needs_engine && engine->baton_held())) {
         sched_yield();
       }
       continue;
     }
     if (helping) {  // we stop helping before sleeping: the progress thread takes over
-      engine.helper_leave(/*wake_now=*/true);
+      engine->helper_leave(/*wake_now=*/true);
       helping = false;
     }
     uint32_t expected = Request::kPending;

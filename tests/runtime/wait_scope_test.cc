@@ -1,0 +1,117 @@
+// WaitScope and waited_here (runtime/request.h, "Completed by its waiter"): a
+// completion is a plain store only for a request the completing thread is blocked on,
+// and only that thread's scope says so; each thread's cache of requests is freed
+// when it exits (no MPI).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "runtime/request.h"
+
+namespace {
+
+using ep::runtime::Request;
+using ep::runtime::RequestKind;
+using ep::runtime::WaitScope;
+using ep::runtime::request_complete;
+using ep::runtime::request_new;
+using ep::runtime::request_unref;
+using ep::runtime::waited_here;
+
+TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
+  Request* a = request_new(RequestKind::kRecv, true);
+  Request* b = request_new(RequestKind::kRecv, true);
+  Request* c = request_new(RequestKind::kRecv, true);
+  Request* x = request_new(RequestKind::kRecv, true);
+  EXPECT_FALSE(waited_here(a)) << "no scope is active";
+  {
+    Request* reqs[] = {a, nullptr, b, c};
+    WaitScope scope(reqs, 4);
+    bool other_thread_sees = true;
+    std::thread([&] { other_thread_sees = waited_here(a); }).join();
+    EXPECT_FALSE(other_thread_sees) << "a scope belongs to its thread";
+    EXPECT_FALSE(waited_here(x)) << "not in the array";
+    {
+      WaitScope inner(&x, 1);  // an inner scope changes nothing
+      EXPECT_FALSE(waited_here(x));
+    }
+    EXPECT_TRUE(waited_here(a));
+    EXPECT_TRUE(waited_here(b)) << "past a null entry";
+    EXPECT_TRUE(waited_here(c));
+    EXPECT_FALSE(waited_here(a)) << "the cursor moved past a: it completed already";
+  }
+  EXPECT_FALSE(waited_here(b)) << "the scope ended";
+  for (Request* r : {a, b, c, x}) {
+    request_complete(r);
+    request_unref(r);
+  }
+}
+
+TEST(WaitScope, TheCursorLooksAFewEntriesAheadOnly) {
+  Request* reqs[8];
+  for (Request*& r : reqs) r = request_new(RequestKind::kRecv, true);
+  {
+    WaitScope scope(reqs, 8);
+    EXPECT_FALSE(waited_here(reqs[7])) << "far beyond the cursor: the RMW path";
+    EXPECT_TRUE(waited_here(reqs[2]));
+    EXPECT_TRUE(waited_here(reqs[5]));
+    EXPECT_TRUE(waited_here(reqs[7]));
+  }
+  for (Request* r : reqs) {
+    request_complete(r);
+    request_unref(r);
+  }
+}
+
+// The completion of a waited request keeps the bits the waiter set and adds its own;
+// one of a request nobody in this thread waits on still wakes a sleeping waiter.
+TEST(WaitScope, CompletionsInAndOutOfTheScope) {
+  Request* mine = request_new(RequestKind::kRecv, true);
+  mine->state.store(Request::kPendingWaited, std::memory_order_relaxed);
+  {
+    WaitScope scope(&mine, 1);
+    request_complete(mine, /*inline_payload=*/false);
+  }
+  EXPECT_EQ(mine->state.load(std::memory_order_acquire),
+            Request::kPendingWaited | Request::kComplete);
+  request_unref(mine);
+
+  Request* theirs = request_new(RequestKind::kRecv, true);
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    ep::runtime::request_wait(theirs, ep::progress::Policy::kAdaptive);
+    done.store(true, std::memory_order_release);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter sleeps
+  request_complete(theirs);  // no scope on this thread: the RMW, and the wake
+  waiter.join();
+  EXPECT_TRUE(done.load(std::memory_order_acquire));
+  request_unref(theirs);
+}
+
+// Each thread's cache of Request objects is freed when the thread exits (run under
+// --config=asan, whose leak check covers this test: it has no MPI).
+TEST(RequestCache, AThreadsCachedRequestsAreFreedWhenItExits) {
+  for (int t = 0; t < 4; ++t) {
+    std::thread([] {
+      Request* batch[100];
+      for (int round = 0; round < 3; ++round) {
+        for (Request*& r : batch) r = request_new(RequestKind::kRecv, true);
+        for (Request* r : batch) {
+          request_complete(r);
+          request_unref(r);  // the first 64 go to the cache, the rest are deleted
+        }
+      }
+    }).join();
+  }
+  // A request recycled by a thread that completes someone else's: it joins this
+  // thread's cache, which main's exit frees.
+  Request* r = nullptr;
+  std::thread([&] { r = request_new(RequestKind::kRecv, true); }).join();
+  request_complete(r);
+  request_unref(r);
+}
+
+}  // namespace
