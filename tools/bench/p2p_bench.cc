@@ -15,6 +15,11 @@
 //      messages to endpoint i of process 1 in windows of 64 (Isend x64 + Waitall;
 //      receiver Irecv x64 + Waitall, then a 1-message ack), vs 2 threads per process
 //      doing the same with MPI on their own dup of MPI_COMM_WORLD.  target >= 2x
+//      --place-c pins the four stream threads (both halves alike; the progress
+//      threads stay where they are): `process` puts each process's two on core
+//      (rank), `crossed` thread i of process 0 on core i and of process 1 on core
+//      1-i (a stream's two ends and a process's two threads on different cores),
+//      `stream` thread i of both processes on core i (a stream's two ends share one).
 //   d. 8-byte ping-pong across the processes on one endpoints communicator while 1000
 //      more (EP_Comm_dup) are alive vs the same communicator alone (measured before
 //      the dups exist); d'' repeats the baseline after the 1000 were freed.
@@ -366,7 +371,8 @@ struct Options {
   int reps = 7;
   double rep_seconds = 0.3;
   std::string phases = "abcde";
-  bool libep_only = false;  // skip the baselines (for profiling libep alone)
+  bool libep_only = false;       // skip the baselines (for profiling libep alone)
+  std::string place_c = "none";  // none, process, crossed, stream (see c above)
   bool has(char p) const { return phases.find(p) != std::string::npos; }
 };
 
@@ -375,10 +381,13 @@ struct Options {
     std::fprintf(
         stderr,
         "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcde] [--libep-only]\n"
+        "       [--place-c none|process|crossed|stream]\n"
         "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
         "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
         "  --phases P       subset of abcde to run (default abcde)\n"
-        "  --libep-only     skip the baseline kernels of a, b and c (for profiling)\n",
+        "  --libep-only     skip the baseline kernels of a, b and c (for profiling)\n"
+        "  --place-c P      where row c's stream threads run (default none: the OS\n"
+        "                   decides; see the head of p2p_bench.cc)\n",
         argv0);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -414,6 +423,12 @@ int main(int argc, char** argv) {
       if (opt.phases.find_first_not_of("abcde") != std::string::npos) usage(argv[0]);
     } else if (!std::strcmp(argv[i], "--libep-only")) {
       opt.libep_only = true;
+    } else if (!std::strcmp(argv[i], "--place-c") && i + 1 < argc) {
+      opt.place_c = argv[++i];
+      if (opt.place_c != "none" && opt.place_c != "process" && opt.place_c != "crossed" &&
+          opt.place_c != "stream") {
+        usage(argv[0]);
+      }
     } else {
       usage(argv[0]);
     }
@@ -517,6 +532,21 @@ int main(int argc, char** argv) {
       for (const Measure& s : m) x += static_cast<double>(s.iters) * kWindow / s.value;
       return x;
     };
+    // --place-c: stream thread i of this process goes to one core, for both halves.
+    const int ncpu = static_cast<int>(std::thread::hardware_concurrency());
+    auto place = [&](int i) {
+      if (opt.place_c == "none" || ncpu < 2) return;
+      int core = i;                                       // stream
+      if (opt.place_c == "process") core = g_rank;        // a process's two share one
+      if (opt.place_c == "crossed" && !p0) core = 1 - i;  // a stream's ends apart
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(core % ncpu, &set);
+      if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+        std::fprintf(stderr, "p2p_bench: cannot pin a thread to CPU %d\n", core % ncpu);
+      }
+    };
+    team.run(place);
     for (int r = 0; r < reps; ++r) {
       // Endpoint ranks: process 0 has 0 and 1, process 1 has 2 and 3.
       lazy_barrier();
@@ -663,7 +693,11 @@ int main(int argc, char** argv) {
       rows.push_back({"b'", "same, baseline measured before EP_Init", &b_ep, &b_pre, 1.5});
     }
     if (opt.has('c'))
-      rows.push_back({"c", "8 B message rate, 2 streams, windows of 64", &c_ep, &c_base, 2.0});
+      rows.push_back(
+          {"c",
+           "8 B message rate, 2 streams, windows of 64" +
+               (opt.place_c == "none" ? std::string() : ", threads placed: " + opt.place_c),
+           &c_ep, &c_base, 2.0});
     if (opt.has('d')) {
       rows.push_back({"d", "8 B ping-pong, 1000 other comms alive", &d_ep, &d_base, 1.5});
       rows.push_back({"d'", "same, on the newest of the 1001 comms", &d_ep_last, &d_base, 1.5});
