@@ -23,6 +23,7 @@ row() {
   "$@" --phases c "${opts[@]}" 2>/dev/null |
     awk -F'|' -v what="$what" '$2 ~ /^ c $/ {
       sub(/^ *MPI_THREAD_MULTIPLE, 2 threads per process: */, "", $5)
+      sub(/ *$/, "", $5)
       printf "| %s |%s| %s |%s|\n", what, $4, $5, $6 }'
 }
 
