@@ -235,7 +235,7 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
   bool any_error = false;
   // The array's requests are ours until we return (see "Completed by its waiter" in
   // runtime/request.h).
-  ep::runtime::WaitScope scope(reinterpret_cast<Request* const*>(requests), count);
+  ep::runtime::WaitScope scope(requests, count);
   for (int i = 0; i < count; ++i) {
     EP_Status st;
     if (requests[i] == EP_REQUEST_NULL) {

@@ -77,7 +77,7 @@ class Outbox {
  public:
   // Bytes of one batch; packets above a quarter of it go through the engine alone.
   static constexpr size_t kBatchBytes = 16 * 1024;
-  static constexpr size_t kFirstBytes = 512;  // the first allocation of a batch
+  static constexpr size_t kFirstBytes = 512;   // the first allocation of a batch
   static constexpr size_t kBurstBytes = 4096;  // its first growth
   static bool fits(size_t len) { return record_size(len) <= kBatchBytes / 4; }
 
@@ -149,7 +149,9 @@ class Outbox {
   // Engine::try_send_alone): take() runs only under the baton and append() only on
   // the appender's thread, so neither can change the answer meanwhile; the baton's
   // acquire orders the last take()'s writes before these reads.
-  bool idle_for_appender() const { return open_.buf == nullptr && ready_.empty() && !flush_queued_; }
+  bool idle_for_appender() const {
+    return open_.buf == nullptr && ready_.empty() && !flush_queued_;
+  }
 
   // Hints for the engine (see "Bursts"); relaxed loads: a stale value only moves a
   // flush by one pass.

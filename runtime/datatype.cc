@@ -115,8 +115,7 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
     return;
   }
   int pos = 0;
-  MPI_Unpack(in, static_cast<int>(nbytes), &pos, buf, static_cast<int>(whole), type,
-             MPI_COMM_SELF);
+  MPI_Unpack(in, static_cast<int>(nbytes), &pos, buf, static_cast<int>(whole), type, MPI_COMM_SELF);
 }
 
 void copy(const void* sbuf, int scount, MPI_Datatype stype, const TypeInfo& sti, void* rbuf,

@@ -45,15 +45,20 @@ RequestCache* request_cache() {
 
 // The requests this thread is blocked on (see "Completed by its waiter" in request.h).
 struct WaitSet {
-  Request* const* reqs = nullptr;
+  const EP_Request* reqs = nullptr;
   int n = 0;     // 0: no scope is active
   int next = 0;  // where the next completion is likely found
 };
 thread_local WaitSet t_waiting EP_FAST_TLS;
 }  // namespace
 
-WaitScope::WaitScope(Request* const* reqs, int n) : active_(t_waiting.n == 0 && n > 0) {
-  if (active_) t_waiting = WaitSet{reqs, n, 0};
+WaitScope::WaitScope(const EP_Request* handles, int n) : active_(t_waiting.n == 0 && n > 0) {
+  if (active_) t_waiting = WaitSet{handles, n, 0};
+}
+
+WaitScope::WaitScope(Request* r)
+    : single_(reinterpret_cast<EP_Request>(r)), active_(t_waiting.n == 0) {
+  if (active_) t_waiting = WaitSet{&single_, 1, 0};
 }
 
 WaitScope::~WaitScope() {
@@ -64,9 +69,10 @@ WaitScope::~WaitScope() {
 // never its correctness.
 bool waited_here(const Request* r) {
   WaitSet& w = t_waiting;
+  const EP_Request h = reinterpret_cast<EP_Request>(const_cast<Request*>(r));
   const int end = w.next + 4 < w.n ? w.next + 4 : w.n;
   for (int i = w.next; i < end; ++i) {
-    if (w.reqs[i] == r) {
+    if (w.reqs[i] == h) {
       w.next = i + 1;
       return true;
     }
@@ -175,7 +181,7 @@ void request_wait(Request* r, progress::Policy policy) {
   // pass delivered): return before announcing ourselves as a helper, which costs two
   // RMWs on the engine's shared counter and a clock read.
   if (request_done(r)) return;
-  WaitScope scope(&r, 1);  // unless the caller's scope covers r already (EP_Waitall)
+  WaitScope scope(r);  // unless the caller's scope covers r already (EP_Waitall)
   progress::Backoff b(policy);
   // Only a transfer with another process involves the engine.
   progress::Engine* engine = r->needs_engine ? &runtime()->engine : nullptr;

@@ -182,17 +182,20 @@ inline bool request_done(Request* r) {
 // Completion check that also drives the engine once if the request needs it.
 bool request_test(Request* r);
 // The requests the calling thread is blocked on, from construction to destruction
-// (see "Completed by its waiter").  `reqs` (n entries, nullptr entries allowed) must
-// stay valid meanwhile; the thread may null entries whose requests completed.  An
-// inner scope while one is active changes nothing (the outer one covers it).
+// (see "Completed by its waiter"): the handles of EP_Waitall (`n` entries,
+// EP_REQUEST_NULL allowed; the array must stay valid meanwhile, and the thread may
+// null entries whose requests completed), or one request.  An inner scope while one is
+// active changes nothing (the outer one covers it).
 class WaitScope {
  public:
-  WaitScope(Request* const* reqs, int n);
+  WaitScope(const EP_Request* handles, int n);
+  explicit WaitScope(Request* r);
   ~WaitScope();
   WaitScope(const WaitScope&) = delete;
   WaitScope& operator=(const WaitScope&) = delete;
 
  private:
+  EP_Request single_ = EP_REQUEST_NULL;  // the one request's handle
   bool active_;
 };
 // True if the calling thread's WaitScope holds `r` within a few entries of its cursor

@@ -777,7 +777,7 @@ TEST(Progress, IsendWindowLeavesWhileItsThreadSleeps) {
         out[i] = 1000 + i;
         ASSERT_EQ(EP_Isend(&out[i], 1, MPI_INT64_T, last, 7, comm, &r[i]), EP_SUCCESS);
       }
-      sender_awake.store(false, std::memory_order_release);  // pairs: rank 1's acquire
+      sender_awake.store(false, std::memory_order_release);          // pairs: rank 1's acquire
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // no libep call
       sender_awake.store(true, std::memory_order_release);
       EXPECT_EQ(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE), EP_SUCCESS);

@@ -13,12 +13,14 @@
 namespace {
 
 using ep::runtime::Request;
-using ep::runtime::RequestKind;
-using ep::runtime::WaitScope;
 using ep::runtime::request_complete;
 using ep::runtime::request_new;
 using ep::runtime::request_unref;
+using ep::runtime::RequestKind;
 using ep::runtime::waited_here;
+using ep::runtime::WaitScope;
+
+EP_Request handle(Request* r) { return reinterpret_cast<EP_Request>(r); }
 
 TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
   Request* a = request_new(RequestKind::kRecv, true);
@@ -27,14 +29,14 @@ TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
   Request* x = request_new(RequestKind::kRecv, true);
   EXPECT_FALSE(waited_here(a)) << "no scope is active";
   {
-    Request* reqs[] = {a, nullptr, b, c};
+    EP_Request reqs[] = {handle(a), EP_REQUEST_NULL, handle(b), handle(c)};
     WaitScope scope(reqs, 4);
     bool other_thread_sees = true;
     std::thread([&] { other_thread_sees = waited_here(a); }).join();
     EXPECT_FALSE(other_thread_sees) << "a scope belongs to its thread";
     EXPECT_FALSE(waited_here(x)) << "not in the array";
     {
-      WaitScope inner(&x, 1);  // an inner scope changes nothing
+      WaitScope inner(x);  // an inner scope changes nothing
       EXPECT_FALSE(waited_here(x));
     }
     EXPECT_TRUE(waited_here(a));
@@ -51,9 +53,13 @@ TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
 
 TEST(WaitScope, TheCursorLooksAFewEntriesAheadOnly) {
   Request* reqs[8];
-  for (Request*& r : reqs) r = request_new(RequestKind::kRecv, true);
+  EP_Request handles[8];
+  for (int i = 0; i < 8; ++i) {
+    reqs[i] = request_new(RequestKind::kRecv, true);
+    handles[i] = handle(reqs[i]);
+  }
   {
-    WaitScope scope(reqs, 8);
+    WaitScope scope(handles, 8);
     EXPECT_FALSE(waited_here(reqs[7])) << "far beyond the cursor: the RMW path";
     EXPECT_TRUE(waited_here(reqs[2]));
     EXPECT_TRUE(waited_here(reqs[5]));
@@ -71,7 +77,7 @@ TEST(WaitScope, CompletionsInAndOutOfTheScope) {
   Request* mine = request_new(RequestKind::kRecv, true);
   mine->state.store(Request::kPendingWaited, std::memory_order_relaxed);
   {
-    WaitScope scope(&mine, 1);
+    WaitScope scope(mine);
     request_complete(mine, /*inline_payload=*/false);
   }
   EXPECT_EQ(mine->state.load(std::memory_order_acquire),
