@@ -6,7 +6,7 @@
 // several times per message.  Initial-exec reads the variable at a fixed offset from
 // the thread pointer.  Its price is static TLS space: a library loaded with dlopen
 // takes it from glibc's reserve (glibc.rtld.optional_static_tls, 512 bytes by
-// default), so only small variables get it - libep's take 40 bytes - and a large
+// default), so only small variables get it - libep's take 25 bytes - and a large
 // per-thread object is reached through an EP_FAST_TLS pointer instead
 // (runtime/request.cc).  In a static link (the tests and benchmarks) both models
 // compile to the same fixed offset.
