@@ -6,30 +6,10 @@
 #include <vector>
 
 namespace ep::runtime {
-namespace {
 
-bool is_builtin(MPI_Datatype type) {
-#ifdef MPICH
-  // MPICH encodes builtin datatypes in the handle (HANDLE_KIND_BUILTIN); they are
-  // never freed, so caching them is safe.
-  return (static_cast<unsigned>(type) & 0xc0000000u) == 0x40000000u;
-#else
-  (void)type;
-  return false;
-#endif
-}
-
-// What every thread learned of builtin types, process-wide: a slot per value of the
-// handle's low byte (MPICH numbers its builtin types there), each filled once - the
-// first thread to claim it writes type and info, then publishes them - and read-only
-// afterwards.  A type whose slot holds another type, or is being filled, is queried.
-struct BuiltinSlot {
-  static constexpr uint32_t kEmpty = 0, kFilling = 1, kReady = 2;
-  std::atomic<uint32_t> state{kEmpty};
-  MPI_Datatype type = MPI_DATATYPE_NULL;  // written once, before kReady
-  TypeInfo info;                          // written once, before kReady
-};
 BuiltinSlot g_builtin[256];
+
+namespace {
 
 bool query(MPI_Datatype type, TypeInfo* info) {
   MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
@@ -60,9 +40,9 @@ void datatype_finalize() {
   if (g_check_comm != MPI_COMM_NULL) MPI_Comm_free(&g_check_comm);
 }
 
-bool describe(MPI_Datatype type, TypeInfo* info) {
+bool describe_slow(MPI_Datatype type, TypeInfo* info) {
   if (type == MPI_DATATYPE_NULL) return false;
-  if (!is_builtin(type)) {
+  if (!is_builtin_type(type)) {
     // A derived type must be committed to be used in communication.
     int combiner = 0, ni = 0, na = 0, nd = 0;
     if (MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
@@ -76,11 +56,6 @@ bool describe(MPI_Datatype type, TypeInfo* info) {
     return query(type, info);
   }
   BuiltinSlot& s = g_builtin[static_cast<unsigned>(type) & 255];
-  // acquire: pairs with the release store of kReady below (type and info written).
-  if (s.state.load(std::memory_order_acquire) == BuiltinSlot::kReady && s.type == type) {
-    *info = s.info;
-    return true;
-  }
   if (!query(type, info)) return false;
   uint32_t expected = BuiltinSlot::kEmpty;
   // relaxed: the claim orders nothing; the release store publishes.

@@ -13,6 +13,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -28,8 +29,44 @@ struct TypeInfo {
 // EP_Init/EP_Finalize: set up and release the commit check of describe().
 void datatype_init();
 void datatype_finalize();
-// False if `type` is not a valid committed datatype.
-bool describe(MPI_Datatype type, TypeInfo* info);
+inline bool is_builtin_type(MPI_Datatype type) {
+#ifdef MPICH
+  // MPICH encodes builtin datatypes in the handle (HANDLE_KIND_BUILTIN); they are
+  // never freed, so caching them is safe.
+  return (static_cast<unsigned>(type) & 0xc0000000u) == 0x40000000u;
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+// What every thread learned of builtin types, process-wide: a slot per value of the
+// handle's low byte (MPICH numbers its builtin types there), each filled once - the
+// first thread to claim it writes type and info, then publishes them - and read-only
+// afterwards.  A type whose slot holds another type, or is being filled, is queried.
+struct BuiltinSlot {
+  static constexpr uint32_t kEmpty = 0, kFilling = 1, kReady = 2;
+  std::atomic<uint32_t> state{kEmpty};
+  MPI_Datatype type = MPI_DATATYPE_NULL;  // written once, before kReady
+  TypeInfo info;                          // written once, before kReady
+};
+extern BuiltinSlot g_builtin[256];
+
+// describe() of anything but a builtin type already in the table.
+bool describe_slow(MPI_Datatype type, TypeInfo* info);
+// False if `type` is not a valid committed datatype.  Inline: a builtin type is one
+// table lookup, made twice per message.
+inline bool describe(MPI_Datatype type, TypeInfo* info) {
+  if (is_builtin_type(type)) {
+    const BuiltinSlot& s = g_builtin[static_cast<unsigned>(type) & 255];
+    // acquire: pairs with describe_slow's release store of kReady (type, info written).
+    if (s.state.load(std::memory_order_acquire) == BuiltinSlot::kReady && s.type == type) {
+      *info = s.info;
+      return true;
+    }
+  }
+  return describe_slow(type, info);
+}
 
 // Packs `count` elements at `buf` into `out` (which holds at least count*size bytes).
 void pack(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, void* out);
@@ -42,7 +79,7 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
 // inlines, instead of calling into the C library, whose call costs more than such a
 // copy (the library's memmove was 4% of the receiving core in the message-rate
 // benchmark).  The ranges must not overlap, as for memcpy.
-inline void copy_bytes(void* dst, const void* src, size_t n) {
+__attribute__((always_inline)) inline void copy_bytes(void* dst, const void* src, size_t n) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);
   auto two = [&](auto word) {  // the first and the last sizeof(word) bytes

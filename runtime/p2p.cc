@@ -330,7 +330,7 @@ void deliver(Request* r, RecvTarget t, Envelope* e) {
     r->status.EP_TAG = e->tag;
     r->status.EP_ERROR = truncated ? EP_ERR_TRUNCATE : EP_SUCCESS;
     r->status.ep_bytes_ = n;
-    std::free(e->block);  // may hold *e itself: after its last read
+    if (e->block != nullptr) std::free(e->block);  // may hold *e itself: after its last read
     request_complete(r, inline_payload);
     return;
   }

@@ -125,7 +125,7 @@ namespace {
 // inline payload nobody observed still reaches the buffer (a freed receive).
 void recycle(Request* r, uint32_t state) {
   if ((state & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
-  std::free(r->drain_buf);
+  if (r->drain_buf != nullptr) std::free(r->drain_buf);
   RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
   if (cache != nullptr && cache->n < 64) {
     cache->items[cache->n++] = r;

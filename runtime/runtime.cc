@@ -10,15 +10,10 @@
 #include "runtime/p2p.h"
 
 namespace ep::runtime {
-namespace {
 
 std::atomic<Runtime*> g_runtime{nullptr};
 
-}  // namespace
-
-Runtime* runtime() {
-  return g_runtime.load(std::memory_order_acquire);  // pairs with the release in runtime_init
-}
+namespace {}  // namespace
 
 namespace {
 // The destination endpoint of a point-to-point packet, or nullptr (then it is dropped):

@@ -90,7 +90,12 @@ class Runtime final : public progress::PacketSink {
   uint32_t held_local_ = 0;
 };
 
-Runtime* runtime();
+// The process's runtime, nullptr outside EP_Init..EP_Finalize.  Inline: every call
+// asks for it, several times.
+extern std::atomic<Runtime*> g_runtime;
+inline Runtime* runtime() {
+  return g_runtime.load(std::memory_order_acquire);  // pairs with the release in runtime_init
+}
 // EP_Init/EP_Finalize bodies (argument checks are in api/).  Return EP_ERR_* codes.
 int runtime_init();
 int runtime_finalize();
