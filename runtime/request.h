@@ -49,15 +49,16 @@
 //
 // Spinning lightly.  A waiter whose request another thread of this process completes
 // (no engine to drive) polls its state word with one load and one `pause` per round,
-// 64 rounds between two steps of the back-off (clock reads, yields), as the atomic-flag
+// 16 rounds between two steps of the back-off (clock reads, yields), as the atomic-flag
 // baseline of the local ping-pong does.  Its spin shares the physical core with the
 // thread it waits for whenever the host runs the two virtual CPUs as hyperthreads of
 // one core: measured here, libep's single-thread loop (EP_Irecv + EP_Send + EP_Wait
 // between two endpoints) took 570-610 cycles per message alone and 870-960 while a
 // `pause` loop ran on the other virtual CPU.  A lighter spin takes less of that core.
 // Measured, 2 threads ping-ponging through EP_Send/EP_Recv (round trip in cycles,
-// medians of 50,000, 6 alternating runs of 16): 756-784 against 808-842 while the host
-// gave each thread a core of its own, 1,550-2,000 either way while it did not.
+// medians of 50,000, alternating runs of 16 each): 778-784 with 16 rounds and 756-784
+// with 64, against 806-842 with the back-off's own spin, in the ping-pong's fast steady
+// state; 1,550-2,000 either way in its slow one (README, row a).
 //
 // Memory ordering: request_complete() writes `status` then fetch_or(kComplete) with
 // acq_rel; request_wait()/request_done() load `state` with acquire (pairs with that
