@@ -13,8 +13,6 @@ namespace ep::runtime {
 
 std::atomic<Runtime*> g_runtime{nullptr};
 
-namespace {}  // namespace
-
 namespace {
 // The destination endpoint of a point-to-point packet, or nullptr (then it is dropped):
 // an eager packet needs kEagerHeaderBytes, any other a whole WireHeader.
