@@ -704,7 +704,7 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
   TypeInfo ti;
   int err = recv_checks(ep, buf, count, type, source, tag, &ti, "EP_Recv");
   if (err != EP_SUCCESS) return handle(ep, err);
-  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
+  Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep, /*line_wait=*/true);
   ep::runtime::request_wait(r, policy());
   EP_Request h = reinterpret_cast<EP_Request>(r);
   err = finish(&h, status, "EP_Recv");

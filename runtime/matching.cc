@@ -2,16 +2,18 @@
 
 #include <cstdlib>
 
+#include "runtime/datatype.h"
+
 namespace ep::runtime {
 
 Matcher::~Matcher() {
   // Unmatched arrivals belong to nobody any more.
   Envelope* e = nullptr;
   while (inbox_.try_dequeue(e)) {
-    e->next = line_.unexpected_head;
-    line_.unexpected_head = e;
+    e->next = lists_.unexpected_head;
+    lists_.unexpected_head = e;
   }
-  for (Envelope* u = line_.unexpected_head; u != nullptr;) {
+  for (Envelope* u = lists_.unexpected_head; u != nullptr;) {
     Envelope* n = u->next;
     if (u->kind == Envelope::kLocalRndv && u->sreq != nullptr) request_complete(u->sreq);
     std::free(u->block);
@@ -75,10 +77,17 @@ void Matcher::process_all() {
   while (posts_.try_pop(op)) handle(op);
 }
 
+Request* Matcher::posted_head() const {
+  // relaxed: matcher-private but for the waiter's collect()/withdraw (see matching.h).
+  const uintptr_t h = line_.head_req.load(std::memory_order_relaxed);
+  if ((h & kDelivered) != 0) return nullptr;
+  return reinterpret_cast<Request*>(h & ~kBitsMask);
+}
+
 void Matcher::load_head(MatchOp* op) {
   Line& l = line_;
   if (op == nullptr) {
-    l.head_req = nullptr;
+    l.head_req.store(0, std::memory_order_relaxed);
     l.head_next = nullptr;
     return;
   }
@@ -87,37 +96,85 @@ void Matcher::load_head(MatchOp* op) {
   l.head_dst = op->target.dst;
   l.head_cap = op->target.cap;
   l.head_elem = op->target.elem;
-  l.head_req = op->req;
+  l.head_req.store(reinterpret_cast<uintptr_t>(op->req) | (op->line_wait ? kLineWait : 0),
+                   std::memory_order_relaxed);
   l.head_next = op->next;
 }
 
 void Matcher::append_posted(MatchOp* op) {
   op->next = nullptr;
   Line& l = line_;
-  if (l.head_req == nullptr) {
+  if (posted_head() == nullptr) {
     load_head(op);
-  } else if (l.head_next == nullptr) {  // the head is the tail: its link lives in the copy
+    return;  // posted_tail means nothing while the head is the only one
+  }
+  if (l.head_next == nullptr) {  // the head is the tail: its link lives in the copy
     l.head_next = op;
   } else {
-    l.posted_tail->next = op;
+    lists_.posted_tail->next = op;
   }
-  l.posted_tail = op;
+  lists_.posted_tail = op;
 }
 
 void Matcher::pop_head() {
-  MatchOp* next = line_.head_next;
-  if (next == nullptr) line_.posted_tail = nullptr;
-  load_head(next);
+  // The tail stays right: if the new head has a successor, the tail is unchanged.
+  load_head(line_.head_next);
 }
 
 void Matcher::unlink_after(MatchOp* prev, MatchOp* p) {
   Line& l = line_;
-  if (prev == &l.head_req->op)
+  if (prev == &posted_head()->op)
     l.head_next = p->next;
   else
     prev->next = p->next;
-  if (l.posted_tail == p) l.posted_tail = prev;
+  if (lists_.posted_tail == p) lists_.posted_tail = prev;  // valid: head_next was not null
   p->next = nullptr;
+}
+
+bool Matcher::deliver_on_line(Envelope* e) {
+  Line& l = line_;
+  const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
+  if ((h & kLineWait) == 0 || l.head_next != nullptr || e->kind != Envelope::kEager ||
+      e->bytes > kLineBytes || e->bytes > l.head_cap || l.head_elem == 0 ||
+      e->bytes % l.head_elem != 0) {
+    return false;
+  }
+  const int64_t n = e->bytes;
+  l.res_source = e->src_rank;
+  l.res_tag = e->tag;
+  copy_bytes(l.res_data, e->data, static_cast<size_t>(n));
+  std::free(e->block);  // may hold *e itself: after its last read
+  // release: publishes the result fields to collect()'s acquire.
+  l.head_req.store((h & ~kBitsMask) | kDelivered | static_cast<uintptr_t>(n) << kBytesShift,
+                   std::memory_order_release);
+  return true;
+}
+
+bool Matcher::collect(const Request* r, LineResult* out) {
+  Line& l = line_;
+  // acquire: pairs with deliver_on_line's release store.
+  const uintptr_t h = l.head_req.load(std::memory_order_acquire);
+  if ((h & kDelivered) == 0 || (h & ~kBitsMask) != reinterpret_cast<uintptr_t>(r)) return false;
+  out->source = l.res_source;
+  out->tag = l.res_tag;
+  out->bytes = static_cast<int64_t>((h & kBitsMask) >> kBytesShift);
+  copy_bytes(out->data, l.res_data, static_cast<size_t>(out->bytes));
+  // relaxed: nobody else writes head_req while a delivered head waits (matching.h);
+  // our own next post, which rewrites the fields, takes the line with an acquire.
+  l.head_req.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+bool Matcher::withdraw_line(Request* r) {
+  if (!hold()) return false;
+  r->op.line_wait = false;  // a later load_head of this op sets no flag
+  const uintptr_t h = line_.head_req.load(std::memory_order_relaxed);
+  if ((h & kDelivered) == 0 && (h & kLineWait) != 0 &&
+      (h & ~kBitsMask) == reinterpret_cast<uintptr_t>(r)) {
+    line_.head_req.store(h & ~kLineWait, std::memory_order_relaxed);
+  }
+  release();
+  return true;
 }
 
 void Matcher::report(MatchOp* op, const Envelope* u) {
@@ -131,15 +188,16 @@ void Matcher::report(MatchOp* op, const Envelope* u) {
 
 void Matcher::arrive(Envelope* e) {
   const Line& l = line_;
-  if (l.head_req != nullptr) {
+  if (Request* head = posted_head(); head != nullptr) {
     if (envelope_matches(l.head_source, l.head_tag, *e)) {
+      if (deliver_on_line(e)) return;
       // Delivery reads only the copy; once it completed the request may be reused, so
       // the head is popped afterwards, from the copy too.
-      deliver_(l.head_req, RecvTarget{l.head_dst, l.head_cap, l.head_elem}, e);
+      deliver_(head, RecvTarget{l.head_dst, l.head_cap, l.head_elem}, e);
       pop_head();
       return;
     }
-    MatchOp* prev = &l.head_req->op;
+    MatchOp* prev = &head->op;
     for (MatchOp* p = l.head_next; p != nullptr; prev = p, p = p->next) {
       if (!envelope_matches(p->source, p->tag, *e)) continue;
       unlink_after(prev, p);
@@ -149,21 +207,22 @@ void Matcher::arrive(Envelope* e) {
   }
   e = materialize_(e);
   e->next = nullptr;
-  if (unexpected_tail_ == nullptr)
-    line_.unexpected_head = e;
+  if (lists_.unexpected_tail == nullptr)
+    lists_.unexpected_head = e;
   else
-    unexpected_tail_->next = e;
-  unexpected_tail_ = e;
+    lists_.unexpected_tail->next = e;
+  lists_.unexpected_tail = e;
 }
 
 void Matcher::handle(MatchOp* op) {
   if (op->kind == MatchOp::kCancel) {
     const Line& l = line_;
-    if (l.head_req == op->req) {  // op->req is never null
+    Request* head = posted_head();
+    if (head == op->req) {  // op->req is never null
       pop_head();
       op->found = true;
-    } else if (l.head_req != nullptr) {
-      MatchOp* prev = &l.head_req->op;
+    } else if (head != nullptr) {
+      MatchOp* prev = &head->op;
       for (MatchOp* p = l.head_next; p != nullptr; prev = p, p = p->next) {
         if (p->req != op->req) continue;
         unlink_after(prev, p);
@@ -175,17 +234,17 @@ void Matcher::handle(MatchOp* op) {
     return;
   }
   Envelope* prev = nullptr;
-  for (Envelope* u = line_.unexpected_head; u != nullptr; prev = u, u = u->next) {
+  for (Envelope* u = lists_.unexpected_head; u != nullptr; prev = u, u = u->next) {
     if (!envelope_matches(op->source, op->tag, *u)) continue;
     if (op->kind == MatchOp::kProbe) {
       report(op, u);
       return;
     }
     if (prev == nullptr)
-      line_.unexpected_head = u->next;
+      lists_.unexpected_head = u->next;
     else
       prev->next = u->next;
-    if (unexpected_tail_ == u) unexpected_tail_ = prev;
+    if (lists_.unexpected_tail == u) lists_.unexpected_tail = prev;
     u->next = nullptr;
     if (op->kind == MatchOp::kMprobe) {
       op->env = u;

@@ -248,7 +248,7 @@ Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
 }  // namespace
 
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
-                   Endpoint* ep) {
+                   Endpoint* ep, bool line_wait) {
   Request* r = new_recv(buf, count, type, ti);
   if (source == EP_PROC_NULL) {
     r->status.EP_SOURCE = EP_PROC_NULL;
@@ -263,6 +263,9 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
+  // Only the owner's own matcher line is polled: messages from other processes
+  // complete the request (a waiter driving the engine watches its state).
+  r->op.line_wait = line_wait && !r->needs_engine && r->op.target.elem != 0;
   ep->matcher.post(&r->op);
   return r;
 }

@@ -32,8 +32,11 @@ enum class SendMode { kStandard, kBuffered, kSynchronous, kReady };
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst = false);
 // Posts a receive; the request completes when a message matched and arrived.
+// `line_wait`: the caller will request_wait() for it at once (a blocking receive): a
+// small message from this process may then be delivered on the matcher's line (see
+// "Delivered on the line" in matching.h), which request_wait polls too.
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
-                   Endpoint* ep);
+                   Endpoint* ep, bool line_wait = false);
 // Probe: true (and *status) if a matching message is waiting; removes it if `env`.
 bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
 // Receives a message taken by a matched probe.

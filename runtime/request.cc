@@ -176,6 +176,24 @@ bool request_test(Request* r) {
   return false;
 }
 
+namespace {
+// A delivery on the matcher's line (see "Delivered on the line" in matching.h): the
+// waiter completes its own request - no other thread touches it any more.
+bool take_from_line(Request* r, Matcher& m) {
+  Matcher::LineResult res;
+  if (!m.collect(r, &res)) return false;
+  r->status.EP_SOURCE = res.source;
+  r->status.EP_TAG = res.tag;
+  r->status.EP_ERROR = EP_SUCCESS;
+  r->status.ep_bytes_ = res.bytes;
+  copy_bytes(r->op.target.dst, res.data, static_cast<size_t>(res.bytes));
+  // relaxed load: only our own writes can be there; release: as any completion.
+  r->state.store(r->state.load(std::memory_order_relaxed) | Request::kComplete,
+                 std::memory_order_release);
+  return true;
+}
+}  // namespace
+
 // Rounds of the tight polling loop between two steps of the back-off: about 550
 // cycles here (`pause` takes 34), so the back-off, which reads the clock at every 16th
 // step, still sees its yield slices (Backoff::kSliceNs) within about 3 us.  64 rounds
@@ -194,6 +212,8 @@ void request_wait(Request* r, progress::Policy policy) {
   // While we help, the progress thread stands aside (see Engine::helper_enter).
   bool helping = r->needs_engine;
   if (helping) engine->helper_enter();
+  // A blocking receive from this process: its message may arrive on the line.
+  Matcher* line = r->op.line_wait ? &r->owner->matcher : nullptr;
   for (;;) {
     uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
@@ -201,6 +221,7 @@ void request_wait(Request* r, progress::Policy policy) {
       if (helping) engine->helper_leave(/*wake_now=*/false);
       return;
     }
+    if (line != nullptr && take_from_line(r, *line)) return;  // (never helping: no engine)
     // A transfer with another process: drive MPI ourselves rather than wait for the
     // progress thread to be scheduled (see "The progress baton" in engine.h).
     if (r->needs_engine && !helping && b.spinning()) {
@@ -221,7 +242,8 @@ void request_wait(Request* r, progress::Policy policy) {
       bool done = false;
       for (int k = 0; k < kLightSpins && !done; ++k) {
         progress::cpu_relax();
-        done = (r->state.load(std::memory_order_relaxed) & Request::kComplete) != 0;
+        done = (r->state.load(std::memory_order_relaxed) & Request::kComplete) != 0 ||
+               (line != nullptr && line->delivered_hint());
       }
       if (done) continue;  // the loop's head re-reads it with acquire
     }
@@ -237,6 +259,15 @@ void request_wait(Request* r, progress::Policy policy) {
         sched_yield();
       }
       continue;
+    }
+    if (line != nullptr) {            // nobody wakes a sleeper on the line: stop polling it first
+      if (!line->withdraw_line(r)) {  // another thread is matching: it will not be long
+        sched_yield();
+        continue;
+      }
+      if (take_from_line(r, *line)) return;  // delivered before we withdrew
+      line = nullptr;
+      continue;  // recheck the state before sleeping
     }
     if (helping) {  // we stop helping before sleeping: the progress thread takes over
       engine->helper_leave(/*wake_now=*/true);

@@ -50,12 +50,13 @@
 // Spinning lightly.  A waiter whose request another thread of this process completes
 // (no engine to drive) polls its state word with one load and one `pause` per round,
 // 16 rounds between two steps of the back-off (clock reads, yields), as the atomic-flag
-// baseline of the local ping-pong does.  Its spin shares the physical core with the
-// thread it waits for whenever the host runs the two virtual CPUs as hyperthreads of
-// one core: measured here, libep's single-thread loop (EP_Irecv + EP_Send + EP_Wait
-// between two endpoints) took 570-610 cycles per message alone and 870-960 while a
-// `pause` loop ran on the other virtual CPU.  A lighter spin takes less of that core.
-// Measured, 2 threads ping-ponging through EP_Send/EP_Recv (round trip in cycles,
+// baseline of the local ping-pong does; a blocking receive's waiter polls the matcher's
+// line in the same loop (see "Delivered on the line" in matching.h).  (An earlier note
+// here blamed a spinning waiter for slowing the other virtual CPU like a hyperthread.
+// That measurement was wrong: its spinner's flag shared a cache line with the measured
+// loop's receive buffer.  With the flag on a line of its own, a `pause` loop on the
+// other virtual CPU leaves the single-thread loop's 360-370 cycles per message as they
+// are.)  Measured, 2 threads ping-ponging through EP_Send/EP_Recv (round trip in cycles,
 // medians of 50,000, alternating runs of 16 each): 778-784 with 16 rounds and 756-784
 // with 64, against 806-842 with the back-off's own spin, in the ping-pong's fast steady
 // state; 1,550-2,000 either way in its slow one (README, row a).
@@ -106,7 +107,10 @@ struct MatchOp {
   struct Request* req = nullptr;  // kRecv, kCancel
   RecvTarget target;              // kRecv
   Kind kind = kRecv;
-  bool found = false;             // probe/mprobe/cancel result
+  bool found = false;  // probe/mprobe/cancel result
+  // kRecv: the waiter also polls the matcher's line (see "Delivered on the line" in
+  // matching.h); written by the owner before posting and, withdrawn, under the line.
+  bool line_wait = false;
   std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
   Envelope* env = nullptr;        // mprobe result
   EP_Status status{};             // probe result

@@ -594,6 +594,101 @@ TEST(Requests, SmallPayloadsReachTheBufferOnceInEveryCompletionForm) {
   });
 }
 
+// EP_Recv of a small message from an endpoint of this process may take it from the
+// receiver's matcher line (matching.h, "Delivered on the line"): 8 bytes or fewer,
+// whole elements, the only receive posted.  Every other case completes the request
+// as usual.  Each case here checks data, status and error, in a ping-pong loop (the
+// line's own pattern) and in the cases around it.
+TEST(BlockingReceive, SmallLocalMessagesOnAndOffTheMatcherLine) {
+  run_endpoints(
+      2,
+      [](EP_Comm comm, int me) {
+        const int peer = 1 - me;
+        EP_Status st;
+        int count = 0;
+        // Ping-pong: every value arrives once, in order (8-byte int64, 2 x int32, 5 chars).
+        for (int i = 0; i < scaled(4000); ++i) {
+          if ((i % 2) == me) {
+            int64_t v = 1000000 + i;
+            ASSERT_EQ(EP_Send(&v, 1, MPI_INT64_T, peer, i % 3, comm), EP_SUCCESS);
+          } else {
+            int64_t v = -1;
+            ASSERT_EQ(EP_Recv(&v, 1, MPI_INT64_T, peer, i % 3, comm, &st), EP_SUCCESS);
+            ASSERT_EQ(v, 1000000 + i);
+            ASSERT_EQ(st.EP_SOURCE, peer);
+            ASSERT_EQ(st.EP_TAG, i % 3);
+          }
+        }
+        if (me == 0) {
+          int32_t two[2] = {7, 8};
+          char five[5] = {'a', 'b', 'c', 'd', 'e'};
+          int64_t eight = 0x0102030405060708;
+          int32_t four = 44;
+          ASSERT_EQ(EP_Send(two, 2, MPI_INT32_T, 1, 10, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(five, 5, MPI_CHAR, 1, 11, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(&eight, 1, MPI_INT64_T, 1, 12, comm), EP_SUCCESS);   // truncates
+          ASSERT_EQ(EP_Send(&four, 1, MPI_INT32_T, 1, 13, comm), EP_SUCCESS);    // half a double
+          ASSERT_EQ(EP_Send(nullptr, 0, MPI_INT32_T, 1, 14, comm), EP_SUCCESS);  // empty
+          // The receiver sleeps in EP_Recv before this one comes (it withdraws from the
+          // line first): it still gets it, and the next.
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          ASSERT_EQ(EP_Send(&eight, 1, MPI_INT64_T, 1, 15, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(&four, 1, MPI_INT32_T, 1, 16, comm), EP_SUCCESS);
+          // With an EP_Irecv posted first, EP_Recv is not the only receive: the first
+          // message goes to the EP_Irecv, the second to EP_Recv.
+          int64_t first = 501, second = 502;
+          ep_test::ep_barrier(comm);
+          ASSERT_EQ(EP_Send(&first, 1, MPI_INT64_T, 1, 17, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(&second, 1, MPI_INT64_T, 1, 17, comm), EP_SUCCESS);
+          return;
+        }
+        int32_t two[2] = {-1, -1};
+        ASSERT_EQ(EP_Recv(two, 2, MPI_INT32_T, 0, 10, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(two[0], 7);
+        EXPECT_EQ(two[1], 8);
+        EP_Get_count(&st, MPI_INT32_T, &count);
+        EXPECT_EQ(count, 2);
+        char five[8] = {'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'};
+        ASSERT_EQ(EP_Recv(five, 8, MPI_CHAR, EP_ANY_SOURCE, EP_ANY_TAG, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(std::memcmp(five, "abcdexxx", 8), 0);
+        EXPECT_EQ(st.EP_TAG, 11);
+        EP_Get_count(&st, MPI_CHAR, &count);
+        EXPECT_EQ(count, 5);
+        int32_t half[2] = {-1, -1};
+        EXPECT_EQ(EP_Recv(half, 1, MPI_INT32_T, 0, 12, comm, &st), EP_ERR_TRUNCATE);
+        EXPECT_EQ(st.EP_ERROR, EP_ERR_TRUNCATE);
+        EXPECT_EQ(half[1], -1);  // nothing beyond the buffer
+        double d = -1;
+        ASSERT_EQ(EP_Recv(&d, 1, MPI_DOUBLE, 0, 13, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(d, -1);  // no whole element arrived
+        EP_Get_count(&st, MPI_DOUBLE, &count);
+        EXPECT_EQ(count, EP_UNDEFINED);
+        EP_Get_elements(&st, MPI_BYTE, &count);
+        EXPECT_EQ(count, 4);
+        int32_t none = -1;
+        ASSERT_EQ(EP_Recv(&none, 1, MPI_INT32_T, 0, 14, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(none, -1);
+        EP_Get_count(&st, MPI_INT32_T, &count);
+        EXPECT_EQ(count, 0);
+        int64_t late = 0;
+        ASSERT_EQ(EP_Recv(&late, 1, MPI_INT64_T, 0, 15, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(late, 0x0102030405060708);
+        int32_t four = -1;
+        ASSERT_EQ(EP_Recv(&four, 1, MPI_INT32_T, 0, EP_ANY_TAG, comm, &st), EP_SUCCESS);
+        EXPECT_EQ(four, 44);
+        EXPECT_EQ(st.EP_TAG, 16);
+        int64_t first = -1, second = -1;
+        EP_Request r;
+        ASSERT_EQ(EP_Irecv(&first, 1, MPI_INT64_T, 0, 17, comm, &r), EP_SUCCESS);
+        ep_test::ep_barrier(comm);
+        ASSERT_EQ(EP_Recv(&second, 1, MPI_INT64_T, 0, 17, comm, &st), EP_SUCCESS);
+        ASSERT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
+        EXPECT_EQ(first, 501);
+        EXPECT_EQ(second, 502);
+      },
+      MPI_COMM_SELF);
+}
+
 // An eager send is complete when EP_Isend returns (its data was copied), before any
 // receive is posted; its request behaves like any other complete send request in
 // every Wait/Test form, get_status, cancel and free.  (libep hands every such send
