@@ -1,5 +1,6 @@
 #include "runtime/matching.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "runtime/datatype.h"
@@ -158,7 +159,8 @@ bool Matcher::collect(const Request* r, LineResult* out) {
   out->source = l.res_source;
   out->tag = l.res_tag;
   out->bytes = static_cast<int64_t>((h & kBitsMask) >> kBytesShift);
-  copy_bytes(out->data, l.res_data, static_cast<size_t>(out->bytes));
+  copy_bytes(out->data, l.res_data,
+             std::min(static_cast<size_t>(out->bytes), static_cast<size_t>(kLineBytes)));
   // relaxed: nobody else writes head_req while a delivered head waits (matching.h);
   // our own next post, which rewrites the fields, takes the line with an acquire.
   l.head_req.store(0, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -186,7 +187,9 @@ bool take_from_line(Request* r, Matcher& m) {
   r->status.EP_TAG = res.tag;
   r->status.EP_ERROR = EP_SUCCESS;
   r->status.ep_bytes_ = res.bytes;
-  copy_bytes(r->op.target.dst, res.data, static_cast<size_t>(res.bytes));
+  // (never more than kLineBytes: the bound tells the compiler so too)
+  copy_bytes(r->op.target.dst, res.data,
+             std::min(static_cast<size_t>(res.bytes), static_cast<size_t>(Matcher::kLineBytes)));
   // relaxed load: only our own writes can be there; release: as any completion.
   r->state.store(r->state.load(std::memory_order_relaxed) | Request::kComplete,
                  std::memory_order_release);
