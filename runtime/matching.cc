@@ -57,20 +57,6 @@ void Matcher::post(MatchOp* op) {
   kick();
 }
 
-bool Matcher::hold() {
-  uint32_t expected = 0;
-  // acquire: pairs with the release CAS of the previous matcher (finish_rounds).
-  return line_.work.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                            std::memory_order_relaxed);
-}
-
-bool Matcher::try_deliver_direct(Envelope* e) {
-  if (!hold()) return false;
-  arrive(e);  // the queues hold nothing we must see first (see "In place" in matching.h)
-  finish_rounds(1);
-  return true;
-}
-
 void Matcher::process_all() {
   Envelope* e = nullptr;
   while (inbox_.try_dequeue(e)) arrive(e);
@@ -144,7 +130,7 @@ bool Matcher::deliver_on_line(Envelope* e) {
   l.res_source = e->src_rank;
   l.res_tag = e->tag;
   copy_bytes(l.res_data, e->data, static_cast<size_t>(n));
-  std::free(e->block);  // may hold *e itself: after its last read
+  if (e->block != nullptr) std::free(e->block);  // may hold *e itself: after its last read
   // release: publishes the result fields to collect()'s acquire.
   l.head_req.store((h & ~kBitsMask) | kDelivered | static_cast<uintptr_t>(n) << kBytesShift,
                    std::memory_order_release);

@@ -158,13 +158,23 @@ class Matcher {
   // If no matcher is active, become it and match `e` in place (e may live on the
   // caller's stack: it is materialized if it has to wait).  Returns false, doing
   // nothing, if another matcher is active.
-  bool try_deliver_direct(Envelope* e);
+  bool try_deliver_direct(Envelope* e) {
+    if (!hold()) return false;
+    arrive(e);  // the queues hold nothing we must see first (see "In place" above)
+    let_go();
+    return true;
+  }
   // See "Held" above.  hold(): if no matcher is active, become it (true), else false.
   // deliver_held(): while holding, match `e` in place (as try_deliver_direct).
   // release(): stop holding, after handling whatever was pushed meanwhile.
-  bool hold();
+  bool hold() {
+    uint32_t expected = 0;
+    // acquire: pairs with the release CAS of the previous matcher (finish_rounds).
+    return line_.work.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                              std::memory_order_relaxed);
+  }
   void deliver_held(Envelope* e) { arrive(e); }
-  void release() { finish_rounds(1); }
+  void release() { let_go(); }
   // True while some thread is acting as this matcher (for safe reclamation).
   bool busy() const { return line_.work.load(std::memory_order_acquire) != 0; }
 
@@ -193,6 +203,18 @@ class Matcher {
   void kick();
   void run_rounds(uint32_t seen);     // drains the queues, then finish_rounds
   void finish_rounds(uint32_t seen);  // CAS(seen -> 0); on failure drain and retry
+  // The end of an in-place match or a hold: finish_rounds(1) with its usual first
+  // CAS inline.  A failed CAS reloads `seen`: drain before the next try.
+  void let_go() {
+    uint32_t seen = 1;
+    // acq_rel, acquire on failure: as in finish_rounds.
+    if (line_.work.compare_exchange_strong(seen, 0, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+      return;
+    }
+    process_all();
+    finish_rounds(seen);
+  }
   void process_all();
   void arrive(Envelope* e);
   void handle(MatchOp* op);
