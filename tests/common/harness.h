@@ -12,9 +12,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,10 +44,25 @@ inline int uneven(int p) {
   return pattern[p % 3];
 }
 
+// The seed of a seeded stress test program: LIBEP_STRESS_SEED=<n> replays a run, else
+// a fresh one.  Chosen once per program and printed then, with `program`'s name.
+inline uint64_t stress_seed(const char* program) {
+  static const uint64_t seed = [program] {
+    const char* s = std::getenv("LIBEP_STRESS_SEED");
+    const uint64_t v = s != nullptr && *s != '\0'
+                           ? std::strtoull(s, nullptr, 0)
+                           : static_cast<uint64_t>(std::random_device{}()) ^
+                                 (static_cast<uint64_t>(time(nullptr)) << 20);
+    std::printf("%s: seed %" PRIu64 " (rerun with LIBEP_STRESS_SEED=%" PRIu64 ")\n", program, v, v);
+    std::fflush(stdout);
+    return v;
+  }();
+  return seed;
+}
+
 // Sanitizers slow everything down: scale iteration counts with this.
 inline int scaled(int n) {
-#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
-    defined(EP_SANITIZER_UNDEFINED)
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || defined(EP_SANITIZER_UNDEFINED)
   return n / 8 > 0 ? n / 8 : 1;
 #else
   return n;
@@ -160,8 +179,7 @@ class Watchdog : public ::testing::EmptyTestEventListener {
 };
 
 inline bool install_watchdog(int limit_s, int sanitized_limit_s) {
-#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || \
-    defined(EP_SANITIZER_UNDEFINED)
+#if defined(EP_SANITIZER_THREAD) || defined(EP_SANITIZER_ADDRESS) || defined(EP_SANITIZER_UNDEFINED)
   limit_s = sanitized_limit_s;
 #else
   (void)sanitized_limit_s;

@@ -11,13 +11,13 @@
 
 namespace {
 
+using ep::progress::Policy;
 using ep::runtime::Config;
 using ep::runtime::describe_config;
 using ep::runtime::kConfigTable;
 using ep::runtime::kConfigTableSize;
 using ep::runtime::parse_config;
 using ep::runtime::parse_cpu_list;
-using ep::progress::Policy;
 
 // Clears every EP_* variable of the process environment before and after each test.
 class ConfigEnv : public ::testing::Test {
@@ -83,8 +83,8 @@ TEST(ParseCpuList, RangesAndSinglesMix) {
 }
 
 TEST(ParseCpuList, MalformedListsAreRejectedWithAReason) {
-  for (const char* bad : {"abc", "3x", "1,", ",1", "1,,2", "3-1", "1-", "-1", "0-", "4096",
-                          "9999", "0-4096", "1;2", "1.5", "0x3"}) {
+  for (const char* bad : {"abc", "3x", "1,", ",1", "1,,2", "3-1", "1-", "-1", "0-", "4096", "9999",
+                          "0-4096", "1;2", "1.5", "0x3"}) {
     bool ok = true;
     std::string why;
     cpus_of(bad, &ok, &why);
@@ -149,10 +149,15 @@ TEST_F(ConfigEnv, ProgressPolicyEachValue) {
 }
 
 TEST_F(ConfigEnv, EagerLimitBytesAndSuffixes) {
-  const std::pair<const char*, int64_t> values[] = {
-      {"0", 0},          {"1", 1},           {"65536", 65536},     {"4k", 4096},
-      {"4K", 4096},      {"2m", 2 << 20},    {"1M", 1 << 20},      {"1024M", 1LL << 30},
-      {"1073741824", 1LL << 30}};
+  const std::pair<const char*, int64_t> values[] = {{"0", 0},
+                                                    {"1", 1},
+                                                    {"65536", 65536},
+                                                    {"4k", 4096},
+                                                    {"4K", 4096},
+                                                    {"2m", 2 << 20},
+                                                    {"1M", 1 << 20},
+                                                    {"1024M", 1LL << 30},
+                                                    {"1073741824", 1LL << 30}};
   for (auto [text, want] : values) {
     Config c;
     std::string error;
@@ -179,13 +184,22 @@ TEST_F(ConfigEnv, StatsAndVerboseBooleans) {
 }
 
 TEST_F(ConfigEnv, MalformedValuesFailNamingTheVariableAndValue) {
-  const std::pair<const char*, const char*> bad[] = {
-      {"EP_PROGRESS_CPUS", "abc"},    {"EP_PROGRESS_CPUS", "9999"}, {"EP_PROGRESS_CPUS", "2-1"},
-      {"EP_PROGRESS_POLICY", "fast"}, {"EP_PROGRESS_POLICY", ""},   {"EP_EAGER_LIMIT", "-5"},
-      {"EP_EAGER_LIMIT", "12x"},      {"EP_EAGER_LIMIT", "1G"},     {"EP_EAGER_LIMIT", "1073741825"},
-      {"EP_EAGER_LIMIT", "2048M"},    {"EP_EAGER_LIMIT", "99999999999999999999"},
-      {"EP_EAGER_LIMIT", "4KB"},      {"EP_STATS", "maybe"},        {"EP_STATS", "2"},
-      {"EP_VERBOSE", "2"},            {"EP_VERBOSE", "true1"}};
+  const std::pair<const char*, const char*> bad[] = {{"EP_PROGRESS_CPUS", "abc"},
+                                                     {"EP_PROGRESS_CPUS", "9999"},
+                                                     {"EP_PROGRESS_CPUS", "2-1"},
+                                                     {"EP_PROGRESS_POLICY", "fast"},
+                                                     {"EP_PROGRESS_POLICY", ""},
+                                                     {"EP_EAGER_LIMIT", "-5"},
+                                                     {"EP_EAGER_LIMIT", "12x"},
+                                                     {"EP_EAGER_LIMIT", "1G"},
+                                                     {"EP_EAGER_LIMIT", "1073741825"},
+                                                     {"EP_EAGER_LIMIT", "2048M"},
+                                                     {"EP_EAGER_LIMIT", "99999999999999999999"},
+                                                     {"EP_EAGER_LIMIT", "4KB"},
+                                                     {"EP_STATS", "maybe"},
+                                                     {"EP_STATS", "2"},
+                                                     {"EP_VERBOSE", "2"},
+                                                     {"EP_VERBOSE", "true1"}};
   for (auto [var, value] : bad) {
     Config c;
     std::string error;
@@ -280,10 +294,11 @@ TEST(DescribeConfig, ListsEveryRowOnceWithItsValueAndDoc) {
 }
 
 TEST(DescribeConfig, TableHasEveryDocumentedVariable) {
-  for (const char* name : {"EP_PROGRESS_CPUS", "EP_PROGRESS_POLICY", "EP_EAGER_LIMIT", "EP_STATS",
-                           "EP_VERBOSE"}) {
+  for (const char* name :
+       {"EP_PROGRESS_CPUS", "EP_PROGRESS_POLICY", "EP_EAGER_LIMIT", "EP_STATS", "EP_VERBOSE"}) {
     bool found = false;
-    for (size_t i = 0; i < kConfigTableSize; ++i) found |= std::string(kConfigTable[i].name) == name;
+    for (size_t i = 0; i < kConfigTableSize; ++i)
+      found |= std::string(kConfigTable[i].name) == name;
     EXPECT_TRUE(found) << name;
   }
 }

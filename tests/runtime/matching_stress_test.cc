@@ -43,6 +43,7 @@
 #include "runtime/matching.h"
 #include "runtime/request.h"
 #include "tests/common/harness.h"
+#include "tests/runtime/matcher_util.h"
 
 namespace {
 
@@ -51,22 +52,11 @@ using ep::runtime::Matcher;
 using ep::runtime::MatchOp;
 using ep::runtime::Request;
 
+using ep_test::materialize_fn;
+using ep_test::Pause;
 using ep_test::scaled;
 
-uint64_t stress_seed() {
-  static const uint64_t seed = [] {
-    const char* s = std::getenv("LIBEP_STRESS_SEED");
-    uint64_t v = s != nullptr && *s != '\0' ? std::strtoull(s, nullptr, 0)
-                                            : static_cast<uint64_t>(std::random_device{}()) ^
-                                                  (static_cast<uint64_t>(time(nullptr)) << 20);
-    std::printf("matching_stress_test: seed %" PRIu64 " (rerun with LIBEP_STRESS_SEED=%" PRIu64
-                ")\n",
-                v, v);
-    std::fflush(stdout);
-    return v;
-  }();
-  return seed;
-}
+uint64_t stress_seed() { return ep_test::stress_seed("matching_stress_test"); }
 
 std::string seed_msg() { return " [LIBEP_STRESS_SEED=" + std::to_string(stress_seed()) + "]"; }
 
@@ -168,32 +158,6 @@ void deliver_fn(Request* r, ep::runtime::RecvTarget t, Envelope* e) {
   // Consume the envelope: a heap one is freed right here (ASAN catches later use).
   if (owned) std::free(block);
 }
-
-// Stack envelopes (owned == false) become heap copies when they have to wait.
-Envelope* materialize_fn(Envelope* e) {
-  if (e->owned) return e;
-  void* mem = std::malloc(sizeof(Envelope));
-  Envelope* h = new (mem) Envelope(*e);
-  h->owned = true;
-  h->block = mem;
-  return h;
-}
-
-// Waiting that stays cheap on an oversubscribed machine: a few yields, then short
-// sleeps (pure yield loops starve the threads that make progress under load).
-class Pause {
- public:
-  void operator()() {
-    if (++n_ < 32) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(n_ < 256 ? 20 : 200));
-    }
-  }
-
- private:
-  int n_ = 0;
-};
 
 void wait_done(const MatchOp& op) {
   Pause pause;
