@@ -73,6 +73,9 @@ Request* Matcher::posted_head() const {
 
 void Matcher::load_head(MatchOp* op) {
   Line& l = line_;
+  // head_req stores here are relaxed: we hold the line (line_.work), whose release by
+  // let_go/finish_rounds publishes them to the next matcher; a waiter only looks for the
+  // kDelivered mark, which deliver_on_line publishes with release.
   if (op == nullptr) {
     l.head_req.store(0, std::memory_order_relaxed);
     l.head_next = nullptr;
@@ -156,6 +159,8 @@ bool Matcher::collect(const Request* r, LineResult* out) {
 bool Matcher::withdraw_line(Request* r) {
   if (!hold()) return false;
   r->op.line_wait = false;  // a later load_head of this op sets no flag
+  // relaxed: we hold the line (hold() acquired it), so no matcher writes head_req now;
+  // release() publishes the cleared flag to the next one.
   const uintptr_t h = line_.head_req.load(std::memory_order_relaxed);
   if ((h & kDelivered) == 0 && (h & kLineWait) != 0 &&
       (h & ~kBitsMask) == reinterpret_cast<uintptr_t>(r)) {

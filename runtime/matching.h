@@ -196,6 +196,7 @@ class Matcher {
   // A cheap poll for the waiter's tight loop: some head was delivered on the line
   // (collect() then checks that it is the caller's).
   bool delivered_hint() const {
+    // relaxed: a hint only; collect() re-reads with acquire (pairs with deliver_on_line).
     return (line_.head_req.load(std::memory_order_relaxed) & kDelivered) != 0;
   }
 

@@ -249,9 +249,8 @@ Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, const Budget& b) {
 // Row a's host speed check: one thread passes 8-byte messages between its two
 // endpoints (EP_Irecv on one, EP_Send from the other, EP_Wait), so no cache line moves
 // between cores.  Its time is all instructions: when the host runs this machine's
-// virtual CPUs slower (a busy sibling hyperthread, say), it rises, and row a's ratio
-// with it - the atomic flag of a's baseline is one cache line's transfer and barely
-// slows.  Returns seconds per message.
+// virtual CPUs slower, it rises, and row a's ratio with it - the atomic flag of a's
+// baseline is one cache line's transfer and barely slows.  Returns seconds per message.
 Measure self_loop(EP_Comm to, EP_Comm from) {
   constexpr long kIters = 20000;
   int64_t in = 0, out = 1;
