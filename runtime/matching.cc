@@ -125,8 +125,8 @@ bool Matcher::deliver_on_line(Envelope* e) {
   Line& l = line_;
   const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
   if ((h & kLineWait) == 0 || l.head_next != nullptr || e->kind != Envelope::kEager ||
-      e->bytes > kLineBytes || e->bytes > l.head_cap || l.head_elem == 0 ||
-      e->bytes % l.head_elem != 0) {
+      static_cast<uint64_t>(e->bytes) > kLineBytes || e->bytes > l.head_cap || l.head_elem == 0 ||
+      whole_elements(e->bytes, l.head_elem) != e->bytes) {
     return false;
   }
   const int64_t n = e->bytes;
@@ -186,7 +186,8 @@ void Matcher::arrive(Envelope* e) {
       if (deliver_on_line(e)) return;
       // Delivery reads only the copy; once it completed the request may be reused, so
       // the head is popped afterwards, from the copy too.
-      deliver_(head, RecvTarget{l.head_dst, l.head_cap, l.head_elem}, e);
+      const RecvTarget target{l.head_dst, l.head_cap, l.head_elem};
+      deliver_(head, target, e);
       pop_head();
       return;
     }

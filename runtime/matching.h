@@ -138,7 +138,7 @@ class Matcher {
  public:
   // Called by the matcher when receive `r` takes message `e` (consumes `e`); `target`
   // is r->op.target (the matcher's copy of it: use it, not r->op).
-  using DeliverFn = void (*)(Request* r, RecvTarget target, Envelope* e);
+  using DeliverFn = void (*)(Request* r, const RecvTarget& target, Envelope* e);
   // Makes an unexpected envelope own its payload (it was matched in place before).
   using MaterializeFn = Envelope* (*)(Envelope* e);
 

@@ -318,7 +318,7 @@ bool cancel_recv(Request* r) {
   return true;
 }
 
-void deliver(Request* r, RecvTarget t, Envelope* e) {
+void deliver(Request* r, const RecvTarget& t, Envelope* e) {
   // A contiguous receive reads only `t` (see "Cache lines" in request.h).
   const bool contiguous = t.elem != 0;
   const int64_t cap = contiguous ? t.cap : r->ti.size * r->count;
@@ -327,7 +327,7 @@ void deliver(Request* r, RecvTarget t, Envelope* e) {
   if (e->kind == Envelope::kEager) {
     bool inline_payload = false;
     if (contiguous) {
-      const int64_t whole = n - n % t.elem;  // as unpack(): whole elements only
+      const int64_t whole = whole_elements(n, t.elem);  // as unpack(): whole elements only
       if (whole > 0 && whole <= Request::kInlineBytes) {
         // The waiter copies it (see "Inline payload" in request.h).
         copy_bytes(r->inline_data, e->data, static_cast<size_t>(whole));

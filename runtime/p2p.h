@@ -46,7 +46,7 @@ bool cancel_recv(Request* r);
 
 // Matcher callbacks.
 // `t` is r->op.target (or the matcher's copy of it).
-void deliver(Request* r, RecvTarget t, Envelope* e);
+void deliver(Request* r, const RecvTarget& t, Envelope* e);
 Envelope* materialize(Envelope* e);
 
 }  // namespace ep::runtime

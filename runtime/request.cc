@@ -117,7 +117,8 @@ Request* completed_send_request() {
 
 void request_take_inline(Request* r) {
   const int64_t n = r->status.ep_bytes_;
-  copy_bytes(r->op.target.dst, r->inline_data, static_cast<size_t>(n - n % r->op.target.elem));
+  copy_bytes(r->op.target.dst, r->inline_data,
+             static_cast<size_t>(whole_elements(n, r->op.target.elem)));
   r->inline_taken = true;  // read by later observers of this request (same thread or ordered)
 }
 

@@ -93,6 +93,13 @@ struct RecvTarget {
   uint32_t elem = 0;
 };
 
+// The leading bytes of an n-byte message that make whole elements of `elem` bytes
+// (elem > 0).  Element sizes are mostly powers of two: a mask then, not a 64-bit
+// division (about 25% of deliver()'s samples in row c's profile).
+inline int64_t whole_elements(int64_t n, uint32_t elem) {
+  return (elem & (elem - 1)) == 0 ? n & -static_cast<int64_t>(elem) : n - n % elem;
+}
+
 // A unit of work for an endpoint's matcher (see matching.h).
 // The first 48 bytes are all a matcher reads to match an arrival against a posted
 // receive and, for a contiguous receive buffer, to deliver it (one cache line of the

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -590,6 +591,30 @@ TEST(Requests, SmallPayloadsReachTheBufferOnceInEveryCompletionForm) {
     EXPECT_EQ(EP_Wait(&b, &st), EP_ERR_TRUNCATE);
     EXPECT_EQ(small[0], from + 100);
     EXPECT_EQ(small[1], from + 200);
+    // The same with 12-byte elements (not a power of two): 20 bytes are 1 whole one,
+    // inline with the status; 40 bytes are 3, written straight into the buffer.
+    MPI_Datatype triple;
+    MPI_Type_contiguous(3, MPI_INT32_T, &triple);
+    MPI_Type_commit(&triple);
+    int32_t t1[6], t3[12];
+    std::fill(std::begin(t1), std::end(t1), -1);
+    std::fill(std::begin(t3), std::end(t3), -1);
+    ASSERT_EQ(EP_Irecv(t1, 2, triple, from, 42, comm, &a), EP_SUCCESS);
+    ASSERT_EQ(EP_Irecv(t3, 4, triple, from, 43, comm, &b), EP_SUCCESS);
+    ep_barrier(comm);
+    int32_t ten[10];
+    for (int i = 0; i < 10; ++i) ten[i] = me * 100 + i;
+    ASSERT_EQ(EP_Send(ten, 20, MPI_BYTE, to, 42, comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Send(ten, 40, MPI_BYTE, to, 43, comm), EP_SUCCESS);
+    ASSERT_EQ(EP_Wait(&a, &st), EP_SUCCESS);
+    EP_Get_elements(&st, MPI_BYTE, &elements);
+    EXPECT_EQ(elements, 20);
+    ASSERT_EQ(EP_Wait(&b, &st), EP_SUCCESS);
+    EP_Get_elements(&st, MPI_BYTE, &elements);
+    EXPECT_EQ(elements, 40);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(t1[i], i < 3 ? from * 100 + i : -1) << "t1 " << i;
+    for (int i = 0; i < 12; ++i) EXPECT_EQ(t3[i], i < 9 ? from * 100 + i : -1) << "t3 " << i;
+    MPI_Type_free(&triple);
     ep_barrier(comm);
   });
 }
@@ -636,6 +661,11 @@ TEST(BlockingReceive, SmallLocalMessagesOnAndOffTheMatcherLine) {
           ASSERT_EQ(EP_Send(&four, 1, MPI_INT32_T, 1, 16, comm), EP_SUCCESS);
           // With an EP_Irecv posted first, EP_Recv is not the only receive: the first
           // message goes to the EP_Irecv, the second to EP_Recv.
+          // 3-byte elements (not a power of two): 6 bytes are 2 whole ones and may go
+          // on the line, 7 are not whole and may not (the 6 whole bytes land).
+          const char seven[7] = {'p', 'q', 'r', 's', 't', 'u', 'v'};
+          ASSERT_EQ(EP_Send(seven, 6, MPI_CHAR, 1, 18, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(seven, 7, MPI_CHAR, 1, 19, comm), EP_SUCCESS);
           int64_t first = 501, second = 502;
           ep_test::ep_barrier(comm);
           ASSERT_EQ(EP_Send(&first, 1, MPI_INT64_T, 1, 17, comm), EP_SUCCESS);
@@ -677,6 +707,19 @@ TEST(BlockingReceive, SmallLocalMessagesOnAndOffTheMatcherLine) {
         ASSERT_EQ(EP_Recv(&four, 1, MPI_INT32_T, 0, EP_ANY_TAG, comm, &st), EP_SUCCESS);
         EXPECT_EQ(four, 44);
         EXPECT_EQ(st.EP_TAG, 16);
+        MPI_Datatype triple;
+        MPI_Type_contiguous(3, MPI_CHAR, &triple);
+        MPI_Type_commit(&triple);
+        for (int tag : {18, 19}) {
+          char got[9] = {'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x'};
+          ASSERT_EQ(EP_Recv(got, 3, triple, 0, tag, comm, &st), EP_SUCCESS) << "tag " << tag;
+          EXPECT_EQ(std::memcmp(got, "pqrstuxxx", 9), 0) << "tag " << tag;
+          EP_Get_count(&st, triple, &count);
+          EXPECT_EQ(count, tag == 18 ? 2 : EP_UNDEFINED) << "tag " << tag;
+          EP_Get_elements(&st, MPI_CHAR, &count);
+          EXPECT_EQ(count, tag == 18 ? 6 : 7) << "tag " << tag;
+        }
+        MPI_Type_free(&triple);
         int64_t first = -1, second = -1;
         EP_Request r;
         ASSERT_EQ(EP_Irecv(&first, 1, MPI_INT64_T, 0, 17, comm, &r), EP_SUCCESS);

@@ -1,6 +1,7 @@
 // copy_bytes (runtime/datatype.h): the inlined small copy of the message paths gives
 // memcpy's result for every size up to past its inline range, at every alignment, and
-// writes nothing outside the destination.
+// writes nothing outside the destination.  whole_elements (runtime/request.h), which
+// masks for power-of-two element sizes, agrees with the division for every size.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "runtime/datatype.h"
+#include "runtime/request.h"
 
 namespace {
 
@@ -26,6 +28,19 @@ TEST(CopyBytes, EqualsMemcpyForEverySizeAndAlignment) {
                              << ", destination offset " << dst_off;
       }
     }
+  }
+}
+
+TEST(WholeElements, AgreesWithTheDivisionForEveryElementSize) {
+  for (uint32_t elem = 1; elem <= 80; ++elem) {
+    for (int64_t n = 0; n <= 300; ++n) {
+      ASSERT_EQ(ep::runtime::whole_elements(n, elem), n - n % elem)
+          << "n " << n << ", element " << elem;
+    }
+  }
+  const int64_t big = (int64_t{1} << 40) + 13;
+  for (uint32_t elem : {1u, 8u, 12u, 4096u, 1u << 20, 3u << 20, 0x80000000u}) {
+    EXPECT_EQ(ep::runtime::whole_elements(big, elem), big - big % elem) << "element " << elem;
   }
 }
 

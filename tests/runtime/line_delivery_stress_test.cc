@@ -127,7 +127,7 @@ Record* g_rec = nullptr;
 
 // The matcher's ordinary delivery: record, then complete the request (release: the
 // consumer's acquire load of state sees the record's writes... and ours).
-void deliver_fn(Request* r, RecvTarget t, Envelope* e) {
+void deliver_fn(Request* r, const RecvTarget& t, Envelope* e) {
   Record& rec = *g_rec;
   const int64_t rid = r->count;
   const int64_t mid = decode(e->data, e->bytes);

@@ -110,7 +110,7 @@ void set_target(Request* r, int64_t rid) {
   r->op.target.elem = static_cast<uint32_t>(rid % 7);
 }
 
-void deliver_fn(Request* r, ep::runtime::RecvTarget t, Envelope* e) {
+void deliver_fn(Request* r, const ep::runtime::RecvTarget& t, Envelope* e) {
   Record& rec = *g_rec;
   const int64_t rid = r->count;
   const ep::runtime::RecvTarget& own = r->op.target;
