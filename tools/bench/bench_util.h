@@ -1,5 +1,6 @@
 // bench_util.h - what every benchmark program of tools/bench shares: a wall clock, the
-// median of repetitions, and a check that aborts the MPI job on a failed call.
+// median of repetitions, the host's steal time, and a check that aborts the MPI job on
+// a failed call.
 //
 // Header-only; each benchmark is one cc_binary that includes it.
 #ifndef EP_TOOLS_BENCH_BENCH_UTIL_H_
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace ep_bench {
@@ -25,6 +27,35 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The whole machine's CPU time so far (/proc/stat's "cpu" line, in clock ticks): all of
+// it, and the part a hypervisor ran something else on our virtual CPUs (steal).
+// Steal during a measurement means the virtual CPUs stood still for part of it.
+struct CpuTicks {
+  unsigned long long total = 0, steal = 0;
+};
+inline CpuTicks cpu_ticks() {
+  CpuTicks t;
+  if (FILE* f = std::fopen("/proc/stat", "r")) {
+    unsigned long long v[8] = {};
+    if (std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                    &v[4], &v[5], &v[6], &v[7]) == 8) {
+      for (unsigned long long x : v) t.total += x;
+      t.steal = v[7];
+    }
+    std::fclose(f);
+  }
+  return t;
+}
+// Steal between two readings, in percent of all CPU time ("n/a" without /proc/stat).
+inline std::string steal_percent(const CpuTicks& from, const CpuTicks& to) {
+  if (to.total <= from.total) return "n/a";
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f%%",
+                100.0 * static_cast<double>(to.steal - from.steal) /
+                    static_cast<double>(to.total - from.total));
+  return s;
 }
 
 }  // namespace ep_bench

@@ -483,6 +483,15 @@ int main(int argc, char** argv) {
   Series e_before("libep, before the churn", false), e_after("libep, after the churn", false);
   double e_dup_s = 0, e_split_s = 0;
   const int reps = opt.reps + 1;  // repetition 0 is a warm-up and is not recorded
+  // The host's steal time during each phase (bench_util.h): where it is high, the
+  // virtual CPUs stood still for part of the phase and its figures are distorted.
+  std::vector<std::pair<std::string, std::string>> steal;
+  ep_bench::CpuTicks phase_start = ep_bench::cpu_ticks();
+  auto phase_end = [&](const char* name) {
+    ep_bench::CpuTicks now = ep_bench::cpu_ticks();
+    steal.emplace_back(name, ep_bench::steal_percent(phase_start, now));
+    phase_start = now;
+  };
 
   // ---- b': plain MPI before EP_Init -------------------------------------------------------
   if (opt.has('b') && !opt.libep_only) {
@@ -491,9 +500,11 @@ int main(int argc, char** argv) {
       Measure m = mpi_pingpong(pp_comm, peer, p0, lat);
       if (r > 0) b_pre.add(m.value, m.iters);
     }
+    phase_end("b'");
   }
 
   CHECK_EP(EP_Init());
+  phase_start = ep_bench::cpu_ticks();
 
   // ---- a: 2 endpoints of process 0; process 1 sleeps ---------------------------------------
   if (opt.has('a')) {
@@ -518,6 +529,7 @@ int main(int argc, char** argv) {
       CHECK_EP(EP_Comm_free(&comms[0]));
       CHECK_EP(EP_Comm_free(&comms[1]));
     }
+    phase_end("a");
     lazy_barrier(1000);
   }
 
@@ -538,6 +550,7 @@ int main(int argc, char** argv) {
       if (r > 0) b_ep.add(m.value, m.iters);
     }
     CHECK_EP(EP_Comm_free(&comm));
+    phase_end("b");
   }
 
   // ---- c: message rate, 2 streams -----------------------------------------------------------
@@ -584,6 +597,7 @@ int main(int argc, char** argv) {
     CHECK_MPI(MPI_Comm_free(&mcomm[1]));
     CHECK_EP(EP_Comm_free(&comms[0]));
     CHECK_EP(EP_Comm_free(&comms[1]));
+    phase_end("c");
   }
 
   // ---- d: ping-pong with 1000 other communicators alive -------------------------------------
@@ -619,6 +633,7 @@ int main(int argc, char** argv) {
       if (r > 0) d_after.add(m.value, m.iters);
     }
     CHECK_EP(EP_Comm_free(&comm));
+    phase_end("d");
   }
 
   // ---- e: ping-pong before and after creating and freeing many communicators --------------
@@ -654,6 +669,7 @@ int main(int argc, char** argv) {
     }
     CHECK_EP(EP_Comm_free(&other));
     CHECK_EP(EP_Comm_free(&comm));
+    phase_end("e");
   }
 
   const double total_s = now_s() - t_start;
@@ -705,7 +721,13 @@ int main(int argc, char** argv) {
           "EP_Comm_free) %.3f s\n",
           kChurnDups, e_dup_s, kChurnSplits, e_split_s);
     }
-    std::printf("- total time: %.1f s\n\n", total_s);
+    std::printf("- total time: %.1f s\n", total_s);
+    std::string st;
+    for (const auto& [name, pct] : steal) st += (st.empty() ? "" : ", ") + name + " " + pct;
+    std::printf(
+        "- host steal time (/proc/stat, the whole machine) per phase: %s (the virtual CPUs "
+        "stood still for that share of the phase)\n\n",
+        st.empty() ? "n/a" : st.c_str());
 
     std::vector<Row> rows;
     if (opt.has('a'))
