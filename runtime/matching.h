@@ -137,7 +137,9 @@ inline bool envelope_matches(int source, int tag, const Envelope& e) {
 class Matcher {
  public:
   // Called by the matcher when receive `r` takes message `e` (consumes `e`); `target`
-  // is r->op.target (the matcher's copy of it: use it, not r->op).
+  // is r->op.target, or the matcher's copy of it for the first posted receive (use it,
+  // not r->op).  By reference: a 24-byte struct passed by value went through a
+  // store-forwarding stall in every delivery.  Read it before completing r.
   using DeliverFn = void (*)(Request* r, const RecvTarget& target, Envelope* e);
   // Makes an unexpected envelope own its payload (it was matched in place before).
   using MaterializeFn = Envelope* (*)(Envelope* e);
