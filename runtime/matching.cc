@@ -66,9 +66,7 @@ void Matcher::process_all() {
 
 Request* Matcher::posted_head() const {
   // relaxed: matcher-private but for the waiter's collect()/withdraw (see matching.h).
-  const uintptr_t h = line_.head_req.load(std::memory_order_relaxed);
-  if ((h & kDelivered) != 0) return nullptr;
-  return reinterpret_cast<Request*>(h & ~kBitsMask);
+  return head_of(line_.head_req.load(std::memory_order_relaxed));
 }
 
 void Matcher::load_head(MatchOp* op) {
@@ -121,10 +119,9 @@ void Matcher::unlink_after(MatchOp* prev, MatchOp* p) {
   p->next = nullptr;
 }
 
-bool Matcher::deliver_on_line(Envelope* e) {
+bool Matcher::deliver_on_line(Envelope* e, uintptr_t h) {
   Line& l = line_;
-  const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
-  if ((h & kLineWait) == 0 || l.head_next != nullptr || e->kind != Envelope::kEager ||
+  if (l.head_next != nullptr || e->kind != Envelope::kEager ||
       static_cast<uint64_t>(e->bytes) > kLineBytes || e->bytes > l.head_cap || l.head_elem == 0 ||
       whole_elements(e->bytes, l.head_elem) != e->bytes) {
     return false;
@@ -181,9 +178,11 @@ void Matcher::report(MatchOp* op, const Envelope* u) {
 
 void Matcher::arrive(Envelope* e) {
   const Line& l = line_;
-  if (Request* head = posted_head(); head != nullptr) {
+  // relaxed: as posted_head(), read once here for the line check too.
+  const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
+  if (Request* head = head_of(h); head != nullptr) {
     if (envelope_matches(l.head_source, l.head_tag, *e)) {
-      if (deliver_on_line(e)) return;
+      if ((h & kLineWait) != 0 && deliver_on_line(e, h)) return;
       // Delivery reads only the copy; once it completed the request may be reused, so
       // the head is popped afterwards, from the copy too.
       const RecvTarget target{l.head_dst, l.head_cap, l.head_elem};

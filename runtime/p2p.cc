@@ -38,8 +38,7 @@ TypeInfo packed_info() {
                                                     const TypeInfo& ti, int tag, Endpoint* ep,
                                                     Endpoint* dest, Request* r) {
   const int64_t bytes = ti.size * count;
-  Envelope e;
-  e.kind = Envelope::kEager;
+  Envelope e(Envelope::EagerOnly{});
   e.src_rank = ep->rank;
   e.tag = tag;
   e.bytes = bytes;
@@ -389,7 +388,10 @@ Envelope* materialize(Envelope* e) {
   if (e->owned) return e;
   if (e->kind == Envelope::kEager) {
     char* block = static_cast<char*>(std::malloc(sizeof(Envelope) + e->bytes));
-    Envelope* h = new (block) Envelope(*e);
+    Envelope* h = new (block) Envelope(Envelope::EagerOnly{});  // (no rendezvous fields)
+    h->src_rank = e->src_rank;
+    h->tag = e->tag;
+    h->bytes = e->bytes;
     if (e->bytes > 0) std::memcpy(block + sizeof(Envelope), e->data, e->bytes);
     std::free(e->block);
     h->data = block + sizeof(Envelope);

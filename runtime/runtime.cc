@@ -44,7 +44,7 @@ void Runtime::on_record(int src_proc, const char* packet, size_t len) {
     PacketSink::on_record(src_proc, packet, len);  // a block of its own
     return;
   }
-  Envelope& e = record_;  // refers to the bundle, which lives until we return
+  Envelope e(Envelope::EagerOnly{});  // refers to the bundle, which lives until we return
   e.src_rank = h->src_rank;
   e.tag = h->tag;
   e.bytes = static_cast<int64_t>(len - kEagerHeaderBytes);

@@ -84,12 +84,6 @@ class Runtime final : public progress::PacketSink {
   // and local index it was found by.  The endpoint cannot be retired meanwhile: that
   // runs as an engine command, never inside a pass's delivery.
   void release_held();
-  // The envelope of a record matched in place (kEager, not owned, no block): set up
-  // once, on_record fills in its four per-record fields (a fresh Envelope per record
-  // cost a 112-byte clear, `rep stos`: two thirds of on_record's samples, 3% of all, in
-  // a profile of row c).  Consumers never write to an envelope they do not own: one
-  // that must wait is materialized.
-  Envelope record_;
   bool in_bundle_ = false;
   Endpoint* held_ = nullptr;
   uint32_t held_ctx_ = 0;
