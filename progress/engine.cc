@@ -112,8 +112,23 @@ void Engine::wake() {
 bool Engine::try_progress(const std::atomic<uint32_t>* watch, uint32_t mask) {
   if (!take_baton()) return false;
   bool work = pass(watch, mask);
+  if (!work && watch != nullptr) work = poll_quietly(watch, mask);
   release_baton();
   return work;
+}
+
+bool Engine::poll_quietly(const std::atomic<uint32_t>* watch, uint32_t mask) {
+  for (int k = 0; k < kQuietPolls; ++k) {
+    // relaxed: queued_ is a hint (the next pass drains whatever it finds); the watched
+    // word is re-read with acquire by the waiter, this only ends the polls.
+    if (waited_ != 0 || hook_pending_ || !held_.empty() ||
+        queued_.load(std::memory_order_relaxed) != 0 ||
+        (watch->load(std::memory_order_relaxed) & mask) != 0) {
+      return false;
+    }
+    if (poll_packets(watch, mask)) return true;
+  }
+  return false;
 }
 
 bool Engine::try_start_commands() {
@@ -359,8 +374,7 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
       post_packet_recv();
       continue;
     }
-    int len = 0;
-    MPI_Get_count(&st, MPI_BYTE, &len);
+    const int len = packet_bytes(st);
     Stats::bump(stats_.bytes_received, len);
     char* data = posted_buf_ + kHeadroom;
     if (st.MPI_TAG == kBundleTag) {
