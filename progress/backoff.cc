@@ -38,9 +38,19 @@ int64_t Backoff::pause(bool relax) {
     case Policy::kSpin:
       for (int i = 0; i < 8; ++i) cpu_relax();
       return 0;
-    case Policy::kYield:
+    case Policy::kYield: {
+      // Yield, but sleep kMinSleepNs once per kYieldRunNs of yielding: under EEVDF
+      // (Linux 6.6+) a thread in a sched_yield loop can keep its core for seconds
+      // while the thread it waits for stays queued (see kYieldRunNs).
+      int64_t now = now_ns();
+      if (last_yield_ns_ == 0) last_yield_ns_ = now;
+      if (now - last_yield_ns_ >= kYieldRunNs) {
+        last_yield_ns_ = now;
+        return kMinSleepNs;
+      }
       sched_yield();
       return 0;
+    }
     case Policy::kAdaptive:
       break;
   }

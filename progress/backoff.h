@@ -53,6 +53,7 @@ class Backoff {
     start_ns_ = 0;
     rounds_ = 0;
     past_spin_ = false;
+    last_yield_ns_ = 0;
   }
   // True before the episode started or while it is in its spin phase.
   bool spinning() const { return start_ns_ == 0 || now_ns() - start_ns_ < kSpinNs; }
@@ -70,11 +71,19 @@ class Backoff {
   static constexpr int64_t kYieldNs = 200'000;
   static constexpr int64_t kMinSleepNs = 20'000;
   static constexpr int64_t kMaxSleepNs = 1'000'000;
+  // Policy kYield: after each kYieldRunNs of yielding, pause() returns kMinSleepNs
+  // once, so the caller sleeps.  Without it, 3 processes' stress test under `yield`
+  // on 2 cores (Linux 6.18) took 2 s or over 50 s: two waiters in sched_yield loops
+  // took 90% of the CPU samples (perf) while the threads they waited for, the
+  // progress threads included, got about 1% each.  With a 200 us run: 1.7-2.8 s in
+  // 8 runs; with 1 ms: 2.2-11.7 s in 8 runs.
+  static constexpr int64_t kYieldRunNs = 200'000;
 
  private:
   Policy policy_;
   int64_t start_ns_ = 0;       // 0: the episode has not started
-  int64_t last_yield_ns_ = 0;  // the spin phase's last sched_yield (see kSliceNs)
+  int64_t last_yield_ns_ = 0;  // kAdaptive: the spin phase's last sched_yield (see
+                               // kSliceNs); kYield: the current run's start
   uint32_t rounds_ = 0;        // pause() calls in the spin phase (clock read every 16th)
   bool past_spin_ = false;
 };

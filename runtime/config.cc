@@ -104,8 +104,9 @@ const ConfigRow kConfigTable[] = {
      "takes entry i mod n",
      parse_cpus, show_cpus},
     {"EP_PROGRESS_POLICY", "adaptive",
-     "spin, adaptive (spin, then yield, then sleep while idle) or yield", parse_policy,
-     show_policy},
+     "spin, adaptive (spin, then yield, then sleep while idle) or yield (with a short sleep after "
+     "each 200 us of yielding)",
+     parse_policy, show_policy},
     {"EP_EAGER_LIMIT", "16384",
      "bytes; larger messages are not buffered by the receiver (rendezvous into the user's "
      "buffer)",
