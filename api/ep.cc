@@ -76,14 +76,20 @@ void copy_status(const Request* r, EP_Status* st) {
   if (st != EP_STATUS_IGNORE) *st = r->status;
 }
 
+int send_checks(Endpoint* ep, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+                TypeInfo* ti, const char* call) {
+  int err = check_buffer(buf, count, type, ti, call);
+  if (err == EP_SUCCESS) err = check_dest(ep, dest, call);
+  if (err == EP_SUCCESS) err = check_send_tag(ep, tag, call);
+  return err;
+}
+
 // `burst`: see ep::runtime::send (an application's nonblocking send).
 int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
                 SendMode mode, EP_Request* request, const char* call, bool burst = true) {
   EP_GET_COMM(ep, comm, call);
   TypeInfo ti;
-  int err = check_buffer(buf, count, type, &ti, call);
-  if (err == EP_SUCCESS) err = check_dest(ep, dest, call);
-  if (err == EP_SUCCESS) err = check_send_tag(ep, tag, call);
+  int err = send_checks(ep, buf, count, type, dest, tag, &ti, call);
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = nullptr;
   err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,
@@ -653,7 +659,15 @@ int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Grou
 // ---- Point-to-point -------------------------------------------------------------------
 
 int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
-  return send_common(buf, count, type, dest, tag, comm, SendMode::kStandard, nullptr, "EP_Send");
+  EP_GET_COMM(ep, comm, "EP_Send");
+  TypeInfo ti;
+  int err = send_checks(ep, buf, count, type, dest, tag, &ti, "EP_Send");
+  if (err != EP_SUCCESS) return handle(ep, err);
+  // A small message to another process leaves from here (a ping-pong's, a reply's);
+  // everything else takes the general path.
+  if (ep::runtime::send_small_remote(buf, count, ti, dest, tag, ep)) return EP_SUCCESS;
+  return handle(ep, ep::runtime::send(buf, count, type, ti, dest, tag, ep, SendMode::kStandard,
+                                      nullptr, "EP_Send"));
 }
 int EP_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
   return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, nullptr, "EP_Bsend");

@@ -77,20 +77,47 @@ TypeInfo packed_info() {
   deliver_local(ep, dest, e);
 }
 
+// Writes an eager packet's header (its first kEagerHeaderBytes, runtime.h).
+void fill_eager_header(char* at, const EpAddr& a, int src_rank, int tag) {
+  WireHeader h;
+  h.ctx = a.ctx;
+  h.dst_local = a.local;
+  h.kind = WireHeader::kEager;
+  h.sync = 0;
+  h.src_rank = src_rank;
+  h.tag = tag;
+  std::memcpy(at, &h, kEagerHeaderBytes);
+}
+
 // Writes a packet header: all of it for a rendezvous header, the first
 // kEagerHeaderBytes for an eager packet (runtime.h).
 void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
                  int64_t bytes, int data_tag) {
+  if (!rendezvous) {  // an eager packet is never synchronous (sync goes as a rendezvous)
+    fill_eager_header(at, a, ep->rank, tag);
+    return;
+  }
   WireHeader h{};
   h.ctx = a.ctx;
   h.dst_local = a.local;
-  h.kind = rendezvous ? WireHeader::kRts : WireHeader::kEager;
+  h.kind = WireHeader::kRts;
   h.sync = sync;
   h.src_rank = ep->rank;
   h.tag = tag;
   h.bytes = bytes;
   h.data_tag = data_tag;
-  std::memcpy(at, &h, rendezvous ? sizeof(WireHeader) : kEagerHeaderBytes);
+  std::memcpy(at, &h, sizeof(WireHeader));
+}
+
+// A blocking send's small packet, written on the caller's stack: it leaves from here if
+// nothing of ours waits (see "Lone blocking sends" in engine.h); else it joins the
+// outbox like any other, which the engine flushes at once if the baton is free.
+void send_packet_now(Endpoint* ep, int proc, const char* packet, size_t len) {
+  Runtime* rt = runtime();
+  if (rt->engine.try_send_alone(*ep->outbox, proc, packet, len)) return;
+  const bool submit =
+      ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
+  rt->engine.send_outbox(ep->outbox, submit, /*now=*/true);
 }
 
 // Every packet to another process goes through the endpoint's outbox, which keeps
@@ -111,25 +138,21 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
       fill_header(p, a, ep, false, sync, tag, bytes, 0);
       pack(buf, count, type, ti, p + kEagerHeaderBytes);
     };
-    bool submit;
     if (blocking && len <= progress::Engine::kSmallPacketBytes) {
-      // A lone small packet leaves from this stack if nothing of ours waits (see "Lone
-      // blocking sends" in engine.h); else it joins the outbox like any other.
       alignas(8) char packet[progress::Engine::kSmallPacketBytes];
       write(packet);
-      if (rt->engine.try_send_alone(*ep->outbox, a.proc, packet, len)) {
-        if (r != nullptr) request_complete(r);  // the data was copied: complete
-        return;
-      }
-      submit = ep->outbox->append(a.proc, len, [&](char* at) { copy_bytes(at, packet, len); });
-    } else if (progress::Outbox::fits(len)) {
-      submit = ep->outbox->append(a.proc, len, write, burst && !blocking);
+      send_packet_now(ep, a.proc, packet, len);
     } else {
-      char* packet = static_cast<char*>(std::malloc(len));
-      write(packet);
-      submit = ep->outbox->append_alone(a.proc, packet, len);
+      bool submit;
+      if (progress::Outbox::fits(len)) {
+        submit = ep->outbox->append(a.proc, len, write, burst && !blocking);
+      } else {
+        char* packet = static_cast<char*>(std::malloc(len));
+        write(packet);
+        submit = ep->outbox->append_alone(a.proc, packet, len);
+      }
+      rt->engine.send_outbox(ep->outbox, submit, /*now=*/blocking);
     }
-    rt->engine.send_outbox(ep->outbox, submit, /*now=*/blocking);
     if (r != nullptr) request_complete(r);  // the data was copied: complete
     return;
   }
@@ -154,6 +177,28 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
 }
 
 }  // namespace
+
+bool send_small_remote(const void* buf, int count, const TypeInfo& ti, int dest, int tag,
+                       Endpoint* ep) {
+  constexpr int64_t kMaxBytes =
+      static_cast<int64_t>(progress::Engine::kSmallPacketBytes - kEagerHeaderBytes);
+  if (!ti.contiguous || dest < 0) return false;  // dest: EP_PROC_NULL
+  const int64_t bytes = ti.size * count;
+  Runtime* rt = runtime();
+  const EpAddr& a = ep->comm->peer(dest);
+  if (bytes > kMaxBytes || bytes > rt->config.eager_limit || a.proc == rt->world_rank) {
+    return false;
+  }
+  alignas(8) char packet[progress::Engine::kSmallPacketBytes];
+  fill_eager_header(packet, a, ep->rank, tag);
+  if (bytes > 0) {
+    copy_bytes(packet + kEagerHeaderBytes, static_cast<const char*>(buf) + ti.true_lb,
+               static_cast<size_t>(bytes));
+  }
+  rt->count(rt->counters.remote_eager);
+  send_packet_now(ep, a.proc, packet, kEagerHeaderBytes + static_cast<size_t>(bytes));
+  return true;
+}
 
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
