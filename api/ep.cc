@@ -23,6 +23,7 @@
 #include "runtime/exchange.h"
 #include "runtime/grequest.h"
 #include "runtime/p2p.h"
+#include "runtime/p2p_inline.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
 

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "runtime/error.h"
+#include "runtime/p2p_inline.h"
 #include "runtime/runtime.h"
 
 namespace ep::runtime {
@@ -77,18 +78,6 @@ TypeInfo packed_info() {
   deliver_local(ep, dest, e);
 }
 
-// Writes an eager packet's header (its first kEagerHeaderBytes, runtime.h).
-void fill_eager_header(char* at, const EpAddr& a, int src_rank, int tag) {
-  WireHeader h;
-  h.ctx = a.ctx;
-  h.dst_local = a.local;
-  h.kind = WireHeader::kEager;
-  h.sync = 0;
-  h.src_rank = src_rank;
-  h.tag = tag;
-  std::memcpy(at, &h, kEagerHeaderBytes);
-}
-
 // Writes a packet header: all of it for a rendezvous header, the first
 // kEagerHeaderBytes for an eager packet (runtime.h).
 void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
@@ -107,17 +96,6 @@ void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool 
   h.bytes = bytes;
   h.data_tag = data_tag;
   std::memcpy(at, &h, sizeof(WireHeader));
-}
-
-// A blocking send's small packet, written on the caller's stack: it leaves from here if
-// nothing of ours waits (see "Lone blocking sends" in engine.h); else it joins the
-// outbox like any other, which the engine flushes at once if the baton is free.
-void send_packet_now(Endpoint* ep, int proc, const char* packet, size_t len) {
-  Runtime* rt = runtime();
-  if (rt->engine.try_send_alone(*ep->outbox, proc, packet, len)) return;
-  const bool submit =
-      ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
-  rt->engine.send_outbox(ep->outbox, submit, /*now=*/true);
 }
 
 // Every packet to another process goes through the endpoint's outbox, which keeps
@@ -141,7 +119,7 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
     if (blocking && len <= progress::Engine::kSmallPacketBytes) {
       alignas(8) char packet[progress::Engine::kSmallPacketBytes];
       write(packet);
-      send_packet_now(ep, a.proc, packet, len);
+      send_packet_now(ep, a.proc, packet, len);  // p2p_inline.h
     } else {
       bool submit;
       if (progress::Outbox::fits(len)) {
@@ -178,26 +156,10 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
 
 }  // namespace
 
-bool send_small_remote(const void* buf, int count, const TypeInfo& ti, int dest, int tag,
-                       Endpoint* ep) {
-  constexpr int64_t kMaxBytes =
-      static_cast<int64_t>(progress::Engine::kSmallPacketBytes - kEagerHeaderBytes);
-  if (!ti.contiguous || dest < 0) return false;  // dest: EP_PROC_NULL
-  const int64_t bytes = ti.size * count;
-  Runtime* rt = runtime();
-  const EpAddr& a = ep->comm->peer(dest);
-  if (bytes > kMaxBytes || bytes > rt->config.eager_limit || a.proc == rt->world_rank) {
-    return false;
-  }
-  alignas(8) char packet[progress::Engine::kSmallPacketBytes];
-  fill_eager_header(packet, a, ep->rank, tag);
-  if (bytes > 0) {
-    copy_bytes(packet + kEagerHeaderBytes, static_cast<const char*>(buf) + ti.true_lb,
-               static_cast<size_t>(bytes));
-  }
-  rt->count(rt->counters.remote_eager);
-  send_packet_now(ep, a.proc, packet, kEagerHeaderBytes + static_cast<size_t>(bytes));
-  return true;
+void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len) {
+  const bool submit =
+      ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
+  runtime()->engine.send_outbox(ep->outbox, submit, /*now=*/true);
 }
 
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,

@@ -31,16 +31,6 @@ enum class SendMode { kStandard, kBuffered, kSynchronous, kReady };
 // progress/engine.h); libep's own sends (hidden traffic, Sendrecv) leave at once.
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst = false);
-// The blocking send's short way (EP_Send): a contiguous standard-mode message to an
-// endpoint of another process whose packet fits progress::Engine::kSmallPacketBytes
-// (and not above EP_EAGER_LIMIT) is written on the caller's stack and handed to MPI
-// at once (see "Lone blocking sends" in progress/engine.h); returns true once it left.  Returns false, having done
-// nothing, for any other message: the caller then uses send().  Arguments are already
-// checked.  Apart from send()'s generality (modes, requests, local peers, datatypes)
-// this path is send()'s for such a message, and measured so: alternating segments of
-// one 2-process ping-pong gave 0.93-0.95x the one-way latency of send()'s path.
-bool send_small_remote(const void* buf, int count, const TypeInfo& ti, int dest, int tag,
-                       Endpoint* ep);
 // Posts a receive; the request completes when a message matched and arrived.
 // `line_wait`: the caller will request_wait() for it at once (a blocking receive): a
 // small message from this process may then be delivered on the matcher's line (see
