@@ -10,7 +10,9 @@
 // payload (the send is complete at once); large or synchronous sends carry only a
 // header (RTS) and the payload follows on the data comm with MPI_Isend (MPI_Issend
 // for synchronous mode), which the receiver's progress thread receives with
-// MPI_Irecv straight into the user's buffer once the receive has matched.
+// MPI_Irecv straight into the user's buffer once the receive has matched.  A blocking
+// EP_Send of a small message to another process takes a short way, inline in its
+// entry point (p2p_inline.h).
 //
 // Threading: called by the endpoint's thread (one at a time per endpoint).
 #ifndef EP_RUNTIME_P2P_H_
