@@ -1,8 +1,11 @@
-// The blocking send's short way (runtime::send_small_remote, used by EP_Send): which
-// messages take it, that they arrive intact and in order, and that every other
-// message still takes the general path - a local peer, a non-contiguous type, a
-// packet above progress::Engine::kSmallPacketBytes, a message above EP_EAGER_LIMIT.
-// Run with the default EP_EAGER_LIMIT and with EP_EAGER_LIMIT=16 (BUILD.bazel).
+// The blocking send's short way (runtime::send_small_remote, used by EP_Send): messages
+// on both sides of its bounds - a local or remote peer, contiguous or strided types,
+// a contiguous type with a nonzero true lower bound, packets up to and beyond
+// progress::Engine::kSmallPacketBytes - arrive intact, with the right status, and the
+// checks before it still report bad arguments.  The tests see results, not paths:
+// each size is sent both ways round, and the program runs with the default
+// EP_EAGER_LIMIT and with EP_EAGER_LIMIT=16, where the short way is never taken
+// (BUILD.bazel).
 #include <gtest/gtest.h>
 
 #include <cstdint>
