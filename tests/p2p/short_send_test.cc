@@ -3,9 +3,9 @@
 // a contiguous type with a nonzero true lower bound, packets up to and beyond
 // progress::Engine::kSmallPacketBytes - arrive intact, with the right status, and the
 // checks before it still report bad arguments.  The tests see results, not paths:
-// each size is sent both ways round, and the program runs with the default
-// EP_EAGER_LIMIT and with EP_EAGER_LIMIT=16, where the short way is never taken
-// (BUILD.bazel).
+// every endpoint sends every size to every endpoint, and the program runs with the
+// default EP_EAGER_LIMIT and with EP_EAGER_LIMIT=16, under which only messages of at
+// most 16 bytes take the short way (BUILD.bazel).
 #include <gtest/gtest.h>
 
 #include <cstdint>
