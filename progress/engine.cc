@@ -38,8 +38,10 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
   MPI_Comm_set_errhandler(data_comm_, MPI_ERRORS_RETURN);
   MPI_Comm_set_name(packet_comm_, "ep-packets");
   MPI_Comm_set_name(data_comm_, "ep-data");
-  posted_buf_ = static_cast<char*>(std::malloc(kHeadroom + kMaxPacketBytes + 1));
-  post_packet_recv();
+  for (PostedRecv& p : posted_) {
+    p.buf = static_cast<char*>(std::malloc(kHeadroom + kMaxPacketBytes + 1));
+  }
+  while (posted_count_ < kPostedRecvs) post_packet_recv();
   stopping_.store(false, std::memory_order_relaxed);  // relaxed: thread start orders it
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), "ep-progress");
@@ -68,19 +70,24 @@ void Engine::stop() {
   int tid = tid_.load(std::memory_order_acquire);  // pairs with the release in run()
   std::string path = "/proc/self/task/" + std::to_string(tid);
   for (int i = 0; tid != 0 && i < 10000 && access(path.c_str(), F_OK) == 0; ++i) usleep(100);
-  if (posted_req_ != MPI_REQUEST_NULL) {
-    MPI_Cancel(&posted_req_);
-    MPI_Wait(&posted_req_, MPI_STATUS_IGNORE);
+  for (PostedRecv& p : posted_) {
+    if (p.req != MPI_REQUEST_NULL) {
+      MPI_Cancel(&p.req);
+      MPI_Wait(&p.req, MPI_STATUS_IGNORE);
+    }
+    std::free(p.buf);
+    p.buf = nullptr;
   }
-  std::free(posted_buf_);
-  posted_buf_ = nullptr;
+  posted_count_ = 0;
   MPI_Comm_free(&packet_comm_);
   MPI_Comm_free(&data_comm_);
 }
 
 void Engine::post_packet_recv() {
-  MPI_Irecv(posted_buf_ + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE, MPI_ANY_SOURCE,
-            MPI_ANY_TAG, packet_comm_, &posted_req_);
+  PostedRecv& p = posted_[(posted_head_ + posted_count_) % kPostedRecvs];
+  MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE, MPI_ANY_SOURCE,
+            MPI_ANY_TAG, packet_comm_, &p.req);
+  ++posted_count_;
 }
 
 void Engine::submit(const Command& command, bool self_progress) {
@@ -182,7 +189,10 @@ void Engine::release_baton() {
 }
 
 bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
-  bool work = start_commands();
+  // relaxed: queued_ is a hint; a command whose count is not visible yet is started
+  // by the next pass (every pass looks again).
+  bool work = false;
+  if (queued_.load(std::memory_order_relaxed) != 0 || !held_.empty()) work = start_commands();
   work |= poll_packets(watch, mask);
   // relaxed: the waiter re-reads its word with acquire; this only cuts the pass short.
   if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) return true;
@@ -359,24 +369,34 @@ bool Engine::flush_held() {
 }
 
 bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
-  // A pass cut short for its waiter left the receive to post again (below).
-  if (posted_req_ == MPI_REQUEST_NULL) post_packet_recv();
   bool any = false;
   for (int i = 0; i < 64; ++i) {
     // relaxed: only ends the loop early (see "The progress baton" in engine.h).
     if (any && watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) break;
+    // Waiters' packets used up every posted receive (see "The posted receives").
+    if (posted_count_ == 0) post_packet_recv();
+    PostedRecv& oldest = posted_[posted_head_];
     int flag = 0;
     MPI_Status st;
-    const int err = MPI_Test(&posted_req_, &flag, &st);
-    if (!flag && err == MPI_SUCCESS) break;
+    const int err = MPI_Test(&oldest.req, &flag, &st);
+    if (!flag && err == MPI_SUCCESS) {
+      // Nothing arrived: post again one receive that a waiter's packet left free, while
+      // posting delays nobody (see "The posted receives").
+      if (posted_count_ < kPostedRecvs) post_packet_recv();
+      break;
+    }
     any = true;
+    // The oldest receive is done: its buffer is free once its packet was handed over
+    // (below), before the next post, which may reuse it.
+    posted_head_ = (posted_head_ + 1) % kPostedRecvs;
+    --posted_count_;
     if (err != MPI_SUCCESS) {  // truncated: larger than any sender may make it (dropped)
       post_packet_recv();
       continue;
     }
     const int len = packet_bytes(st);
     Stats::bump(stats_.bytes_received, len);
-    char* data = posted_buf_ + kHeadroom;
+    char* data = oldest.buf + kHeadroom;
     if (st.MPI_TAG == kBundleTag) {
       deliver_bundle(st.MPI_SOURCE, data, static_cast<size_t>(len));
       post_packet_recv();
@@ -385,7 +405,8 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     Stats::bump(stats_.packets_received);
     if (len <= static_cast<int>(kSmallPacketBytes)) {  // handed over in place
       sink_->on_record(st.MPI_SOURCE, data, static_cast<size_t>(len));
-      // relaxed: as above.  The waiter's packet: it returns first, the next pass posts.
+      // relaxed: as above.  The waiter's packet: it returns first; a later test that
+      // finds nothing posts the slot again (see "The posted receives").
       if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) break;
       post_packet_recv();
       continue;

@@ -25,20 +25,24 @@
 // nothing in a ping-pong, and before the tests and the collectives' hook - so the
 // waiter returns to its application one empty probe earlier; the next pass, of
 // whoever holds the baton then, does the rest.
+// A pass looks at the command queue only while `queued_` counts commands or flushes
+// are held: a waiter's pass in a ping-pong skips the queue's empty pop and the bundle
+// bookkeeping (about 90 instructions), and a command whose count is not visible yet
+// is started by the next pass.
 //
 // Two MPI communicators, both duplicates of MPI_COMM_WORLD made by start():
 //   packet comm: every packet (header + eager payload, or a rendezvous header), tag
 //                kPacketTag, or bundles of them, tag kBundleTag; received in arrival
-//                order by one MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG) of
-//                kMaxPacketBytes, posted in advance and posted again once its packet
-//                was handed over (see "The posted receive");
+//                order by MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG)s of kMaxPacketBytes,
+//                up to kPostedRecvs of them posted in advance and each posted again
+//                once its packet was handed over (see "The posted receives");
 //   data comm:   rendezvous payloads, tag = a data tag the sender chose (< 2^27), so
 //                large payloads go straight from the sender's buffer into the
 //                receiver's buffer once the receiver has matched (no copy here).
 // Progress cost is independent of the number of endpoints communicators: the engine
 // knows none of them (the sink resolves the header).
 //
-// The posted receive.  A small message finds its receive waiting, so MPI copies it
+// The posted receives.  A small message finds its receive waiting, so MPI copies it
 // straight into the engine's buffer as it arrives, and one MPI_Test per pass finds
 // it: measured with plain MPI here, 24-byte ping-pong one way took 0.465 us so, 0.50 us
 // with MPI_Improbe(ANY_SOURCE, ANY_TAG) + MPI_Mrecv (what the engine did before) and
@@ -51,13 +55,35 @@
 // pass (on_packet) is copied into a block of its own: handing over the posted buffer
 // instead would allocate kMaxPacketBytes per packet, above glibc's mmap threshold
 // (measured: 10 us per 256-byte message).
-// A waiter's pass that delivered its own packet in place returns without posting the
-// receive again: the next pass, of whoever holds the baton then, posts it first
-// (posted_req_ is MPI_REQUEST_NULL meanwhile, and a packet arriving then waits in
-// MPI's unexpected queue, in order).  The MPI_Irecv thus leaves the critical path of
-// a ping-pong: the waiter's reply goes out before it.  Measured, 9 alternating pairs
-// of `p2p_bench --phases b`: 1.44-1.85x (median 1.62x) before, 1.36-1.64x (median
-// 1.50x) after.
+// Several receives are posted at once (kPostedRecvs), in a ring: posted_head_ is the
+// oldest, followed by the posted_count_ - 1 newer ones; the free slots follow them.
+// All of them match any packet, so MPI gives the first arriving packet to the oldest
+// one (MPI 3.1 section 3.5: of two pending receives that both match a message, the
+// second cannot take it while the first is pending), the next to the next one, and
+// so on; the engine tests only the oldest and consumes them in post order, so packets
+// still reach the sink in MPI arrival order, and a bundle that arrives large (MPI's
+// rendezvous) holds back the small packets behind it until it is complete.
+// Why several: a waiter's pass that delivered its own packet in place returns at
+// once, without posting its receive again (its reply goes out before any MPI_Irecv).
+// With one posted receive, the next wait had to post first, and in a ping-pong the
+// reply had usually arrived by then: a 2-process ping-pong's waiter found its packet
+// at its first MPI_Test in about half the waits (1.5-2.0 tests per packet, counted),
+// so that MPI_Irecv stayed on the critical path.  With a ring the oldest receive is
+// still posted when the next wait starts: its first MPI_Test can find the reply, and
+// the free slot is posted again when a test finds nothing (one MPI_Irecv per empty
+// test, at most, so that a packet arriving meanwhile waits for one post only), or at
+// once when the baton holder is not a waiter whose packet just arrived (the progress
+// thread keeps every slot posted, as before).  Only if waiters used up every slot
+// does a pass post before it tests.  Counted in the same ping-pong: 3.3-3.7 tests per
+// packet, and no post before a test.  The gain is small: 36 alternating runs of the
+// builds with one and with four receives, each run a 2-process 8-byte ping-pong that
+// times libep and plain MPI in alternating segments (libep/MPI per segment, median of
+// 20), gave 1.13-2.14x (median 1.66x) with one and 1.06-2.08x (median 1.65x) with
+// four; paired, the run with four was lower in 27 of the 36 pairs, by 2% (median).
+// What a ping-pong's one way costs beyond plain MPI is now the work between a
+// packet's MPI_Test and the reply's MPI_Send (matching, completion, the API calls'
+// returns and checks: 450-500 TSC ticks, rdtsc-stamped), not its detection (25
+// ticks later than in a plain MPI_Test loop on the same posted receives).
 //
 // A waiter's quiet polls.  A waiter's pass that found nothing (try_progress with a
 // watch) goes on polling for packets alone, up to kQuietPolls times, still holding the
@@ -115,9 +141,10 @@
 // so one endpoint's commands keep their order even when its handle moves between
 // threads; a bundle keeps its packets in queue order and goes out where the first of
 // them would have, and no other command is started while a bundle is being built;
-// packets and bundles to one peer go out on one communicator, and the receiver has one
-// receive with MPI_ANY_SOURCE/MPI_ANY_TAG posted at a time, so MPI's non-overtaking
-// rule keeps them in order; incoming packets reach the sink in MPI arrival order.
+// packets and bundles to one peer go out on one communicator, and the receiver's
+// receives (MPI_ANY_SOURCE/MPI_ANY_TAG) take them in post order and are consumed in
+// post order (see "The posted receives"), so MPI's non-overtaking rule keeps them in
+// order; incoming packets reach the sink in MPI arrival order.
 //
 // Lifetime: start() once (collective over MPI_COMM_WORLD, from any one thread of
 // each process), stop() once (waits until every submitted command completed).
@@ -421,10 +448,18 @@ class Engine {
   std::vector<Command> bundle_;  // kSendPacket commands to bundle_peer_, in queue order
   size_t bundle_bytes_ = 0;
   int bundle_peer_ = -1;
-  // The receive posted in advance for the next packet (MPI_Irecv(ANY_SOURCE, ANY_TAG)
-  // on the packet comm, into posted_buf_ + kHeadroom; kMaxPacketBytes fit).
-  MPI_Request posted_req_ = MPI_REQUEST_NULL;
-  char* posted_buf_ = nullptr;
+  // The receives posted in advance for the next packets (MPI_Irecv(ANY_SOURCE,
+  // ANY_TAG) on the packet comm, into buf + kHeadroom; kMaxPacketBytes fit), a ring
+  // (see "The posted receives").  A few: a waiter uses up one per wait at most.
+  static constexpr int kPostedRecvs = 4;
+  struct PostedRecv {
+    MPI_Request req = MPI_REQUEST_NULL;
+    char* buf = nullptr;  // kHeadroom + kMaxPacketBytes + 1, for the engine's life
+  };
+  PostedRecv posted_[kPostedRecvs];
+  int posted_head_ = 0;   // the oldest posted receive (the one tested)
+  int posted_count_ = 0;  // posted: posted_head_ and the next posted_count_ - 1 (cyclic)
+  // Posts the first free slot (after the newest posted one).  Requires one free.
   void post_packet_recv();
   std::vector<Outbox::Batch> batches_;  // flush_outbox's scratch
   Stats stats_;

@@ -22,7 +22,10 @@
 //      `stream` thread i of both processes on core i (a stream's two ends share one).
 //   d. 8-byte ping-pong across the processes on one endpoints communicator while 1000
 //      more (EP_Comm_dup) are alive vs the same communicator alone (measured before
-//      the dups exist); d'' repeats the baseline after the 1000 were freed.
+//      the dups exist); d'' repeats the baseline after the 1000 were freed.  Each
+//      repetition measures all of them in turn, creating and freeing the 1000 in
+//      between (about 40 ms), so that a host that changes speed during the phase
+//      (README, "How to read") affects both sides of the ratio alike.
 //                                                                   target <= 1.5x
 //   e. 8-byte ping-pong across the processes on one endpoints communicator after
 //      10,000 EP_Comm_dup/EP_Comm_free and 1,000 EP_Comm_split/EP_Comm_free on
@@ -604,34 +607,33 @@ int main(int argc, char** argv) {
   if (opt.has('d')) {
     EP_Comm comm;
     CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &comm));
+    std::vector<EP_Comm> extra(kExtraComms);
+    std::vector<double> create_s, free_s;
     for (int r = 0; r < reps; ++r) {
       lazy_barrier();
       Measure m = ep_pingpong(comm, peer, p0, lat);
       if (r > 0) d_base.add(m.value, m.iters);
-    }
-    std::vector<EP_Comm> extra(kExtraComms);
-    lazy_barrier();
-    double t0 = now_s();
-    for (auto& c : extra) CHECK_EP(EP_Comm_dup(comm, &c));
-    d_create_s = now_s() - t0;
-    for (int r = 0; r < reps; ++r) {
       lazy_barrier();
-      Measure m = ep_pingpong(comm, peer, p0, lat);
+      double t0 = now_s();
+      for (auto& c : extra) CHECK_EP(EP_Comm_dup(comm, &c));
+      create_s.push_back(now_s() - t0);
+      lazy_barrier();
+      m = ep_pingpong(comm, peer, p0, lat);
       if (r > 0) d_ep.add(m.value, m.iters);
       lazy_barrier();
       m = ep_pingpong(extra.back(), peer, p0, lat);
       if (r > 0) d_ep_last.add(m.value, m.iters);
-    }
-    lazy_barrier();
-    t0 = now_s();
-    for (auto& c : extra) CHECK_EP(EP_Comm_free(&c));
-    d_free_s = now_s() - t0;
-    sleep_us(20000);  // the progress thread retires the freed communicators
-    for (int r = 0; r < reps; ++r) {
       lazy_barrier();
-      Measure m = ep_pingpong(comm, peer, p0, lat);
+      t0 = now_s();
+      for (auto& c : extra) CHECK_EP(EP_Comm_free(&c));
+      free_s.push_back(now_s() - t0);
+      sleep_us(20000);  // the progress thread retires the freed communicators
+      lazy_barrier();
+      m = ep_pingpong(comm, peer, p0, lat);
       if (r > 0) d_after.add(m.value, m.iters);
     }
+    d_create_s = median(create_s);
+    d_free_s = median(free_s);
     CHECK_EP(EP_Comm_free(&comm));
     phase_end("d");
   }
@@ -712,8 +714,10 @@ int main(int argc, char** argv) {
         "the repetitions; latencies are one-way (round trip / 2)\n",
         opt.reps, opt.rep_seconds);
     if (opt.has('d')) {
-      std::printf("- d: %d x EP_Comm_dup took %.3f s, freeing them %.3f s\n", kExtraComms,
-                  d_create_s, d_free_s);
+      std::printf(
+          "- d: %d x EP_Comm_dup took %.3f s, freeing them %.3f s (medians over the "
+          "repetitions)\n",
+          kExtraComms, d_create_s, d_free_s);
     }
     if (opt.has('e')) {
       std::printf(
