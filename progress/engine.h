@@ -1,8 +1,8 @@
 // engine.h - the progress engine: one thread per MPI process that owns MPI traffic.
 //
 // What it is: `Engine` runs the thread named "ep-progress" and owns all MPI traffic
-// of point-to-point: the receive of incoming packets (one MPI_Irecv posted in advance,
-// below), MPI_Isend/MPI_Issend/MPI_Irecv of submitted commands, and MPI_Testsome of
+// of point-to-point: the receive of incoming packets (a ring of MPI_Irecvs posted in
+// advance, below), MPI_Isend/MPI_Issend/MPI_Irecv of submitted commands, and MPI_Testsome of
 // everything outstanding.
 // Endpoint threads call MPI only while they hold the baton (below); otherwise they
 // submit `Command`s through a lock-free MPSC queue (small packets through their
@@ -87,7 +87,7 @@
 //
 // A waiter's quiet polls.  A waiter's pass that found nothing (try_progress with a
 // watch) goes on polling for packets alone, up to kQuietPolls times, still holding the
-// baton: MPI_Test of the posted receive and a look at its word, without the rest of a
+// baton: MPI_Test of the oldest posted receive and a look at its word, without the rest of a
 // pass (the command queue, the tests of outstanding requests, the collectives' hook)
 // or the waiter's loop around it (its request's state, the back-off, the baton's
 // exchange).  Such a round costs about 650 instructions, most of them MPI_Test's,
@@ -254,7 +254,7 @@ class Engine {
   // A bundle holds at most this many bytes of packets (larger ones travel alone).
   static constexpr size_t kBundleBytes = 64 * 1024;
   static constexpr int kDataTagMask = (1 << 27) - 1;
-  // No packet is larger (see "The posted receive"): a sender with more bytes uses the
+  // No packet is larger (see "The posted receives"): a sender with more bytes uses the
   // data comm (runtime/p2p.cc, rma/window.cc).  Room for a bundle, or for a one-sided
   // chunk's 64 KiB block list beside its payload.
   static constexpr size_t kMaxPacketBytes = 136 * 1024;

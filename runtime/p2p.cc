@@ -196,7 +196,7 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   }
   bool sync = mode == SendMode::kSynchronous;
   const EpAddr& a = ep->comm->peer(dest);
-  // A packet to another process holds at most Engine::kMaxPacketBytes (its receive is
+  // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
   // posted in advance with that size): a larger eager message goes as a rendezvous.
   bool rendezvous =
       sync || bytes > rt->config.eager_limit ||
