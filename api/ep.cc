@@ -31,8 +31,9 @@ namespace {
 
 using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
 
-int check_dest(Endpoint* ep, int dest, const char* call) {
-  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->peer_size())) return EP_SUCCESS;
+// The checks of every send and receive: inline, with their failures (the messages)
+// out of line, so that a call that passes them runs only the comparisons.
+[[gnu::cold, gnu::noinline]] int dest_error(Endpoint* ep, int dest, const char* call) {
   if (dest == EP_ANY_SOURCE) {
     return fail(EP_ERR_RANK, call, "dest EP_ANY_SOURCE is not allowed on a send");
   }
@@ -40,28 +41,43 @@ int check_dest(Endpoint* ep, int dest, const char* call) {
               ep->comm->inter ? "remote group" : "communicator", ep->comm->peer_size());
 }
 
-int check_send_tag(Endpoint* ep, int tag, const char* call) {
-  if (tag == EP_ANY_TAG) return fail(EP_ERR_TAG, call, "tag EP_ANY_TAG is not allowed on a send");
-  if (tag < 0) return fail(EP_ERR_TAG, call, "tag %d is negative", tag);
-  if (tag > ep->comm->tag_ub) {
-    return fail(EP_ERR_TAG, call, "tag %d is above EP_Comm_tag_ub (%d)", tag, ep->comm->tag_ub);
-  }
-  return EP_SUCCESS;
+inline int check_dest(Endpoint* ep, int dest, const char* call) {
+  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->peer_size())) return EP_SUCCESS;
+  return dest_error(ep, dest, call);
 }
 
-int check_source(Endpoint* ep, int source, const char* call) {
-  if (source == EP_PROC_NULL || source == EP_ANY_SOURCE ||
-      (source >= 0 && source < ep->comm->peer_size())) {
-    return EP_SUCCESS;
-  }
+[[gnu::cold, gnu::noinline]] int send_tag_error(Endpoint* ep, int tag, const char* call) {
+  if (tag == EP_ANY_TAG) return fail(EP_ERR_TAG, call, "tag EP_ANY_TAG is not allowed on a send");
+  if (tag < 0) return fail(EP_ERR_TAG, call, "tag %d is negative", tag);
+  return fail(EP_ERR_TAG, call, "tag %d is above EP_Comm_tag_ub (%d)", tag, ep->comm->tag_ub);
+}
+
+inline int check_send_tag(Endpoint* ep, int tag, const char* call) {
+  if (tag >= 0 && tag <= ep->comm->tag_ub) return EP_SUCCESS;
+  return send_tag_error(ep, tag, call);
+}
+
+[[gnu::cold, gnu::noinline]] int source_error(Endpoint* ep, int source, const char* call) {
   return fail(EP_ERR_RANK, call, "source %d is not a rank of the %s (size %d)", source,
               ep->comm->inter ? "remote group" : "communicator", ep->comm->peer_size());
 }
 
-int check_recv_tag(Endpoint* ep, int tag, const char* call) {
-  if (tag == EP_ANY_TAG || (tag >= 0 && tag <= ep->comm->tag_ub)) return EP_SUCCESS;
+inline int check_source(Endpoint* ep, int source, const char* call) {
+  if (source == EP_PROC_NULL || source == EP_ANY_SOURCE ||
+      (source >= 0 && source < ep->comm->peer_size())) {
+    return EP_SUCCESS;
+  }
+  return source_error(ep, source, call);
+}
+
+[[gnu::cold, gnu::noinline]] int recv_tag_error(Endpoint* ep, int tag, const char* call) {
   if (tag < 0) return fail(EP_ERR_TAG, call, "tag %d is negative (and not EP_ANY_TAG)", tag);
   return fail(EP_ERR_TAG, call, "tag %d is above EP_Comm_tag_ub (%d)", tag, ep->comm->tag_ub);
+}
+
+inline int check_recv_tag(Endpoint* ep, int tag, const char* call) {
+  if (tag == EP_ANY_TAG || (tag >= 0 && tag <= ep->comm->tag_ub)) return EP_SUCCESS;
+  return recv_tag_error(ep, tag, call);
 }
 
 void empty_status(EP_Status* st) {
@@ -77,8 +93,9 @@ void copy_status(const Request* r, EP_Status* st) {
   if (st != EP_STATUS_IGNORE) *st = r->status;
 }
 
-int send_checks(Endpoint* ep, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-                TypeInfo* ti, const char* call) {
+[[gnu::always_inline]] inline int send_checks(Endpoint* ep, const void* buf, int count,
+                                              MPI_Datatype type, int dest, int tag, TypeInfo* ti,
+                                              const char* call) {
   int err = check_buffer(buf, count, type, ti, call);
   if (err == EP_SUCCESS) err = check_dest(ep, dest, call);
   if (err == EP_SUCCESS) err = check_send_tag(ep, tag, call);
@@ -102,8 +119,8 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
   return handle(ep, err);
 }
 
-int recv_checks(Endpoint* ep, void* buf, int count, MPI_Datatype type, int source, int tag,
-                TypeInfo* ti, const char* call) {
+[[gnu::always_inline]] inline int recv_checks(Endpoint* ep, void* buf, int count, MPI_Datatype type,
+                                              int source, int tag, TypeInfo* ti, const char* call) {
   int err = check_buffer(buf, count, type, ti, call);
   if (err == EP_SUCCESS) err = check_source(ep, source, call);
   if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
@@ -721,8 +738,10 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep, /*line_wait=*/true);
   ep::runtime::request_wait(r, policy());
-  EP_Request h = reinterpret_cast<EP_Request>(r);
-  err = finish(&h, status, "EP_Recv");
+  // finish() for a receive request that request_wait saw complete.
+  err = r->status.EP_ERROR;
+  copy_status(r, status);
+  ep::runtime::request_unref_done(r);
   if (err == EP_ERR_TRUNCATE) {
     fail(err, "EP_Recv", "the message is longer than the receive buffer (count %d, %lld bytes)",
          count, static_cast<long long>(ti.size * count));

@@ -84,7 +84,7 @@ void Engine::stop() {
 }
 
 void Engine::post_packet_recv() {
-  PostedRecv& p = posted_[(posted_head_ + posted_count_) % kPostedRecvs];
+  PostedRecv& p = posted_[(posted_head_ + posted_count_) & (kPostedRecvs - 1)];
   MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE, MPI_ANY_SOURCE,
             MPI_ANY_TAG, packet_comm_, &p.req);
   ++posted_count_;
@@ -158,34 +158,6 @@ void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
     c.arg = outbox;
     submit(c);
   }
-}
-
-bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len) {
-  if (len > kSmallPacketBytes || !take_baton()) return false;
-  if (!outbox.idle_for_appender()) {  // an earlier packet of this endpoint goes first
-    release_baton();
-    return false;
-  }
-  // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
-  // blocking sends" in engine.h).  A failure drops the packet, like a lone packet
-  // whose MPI_Isend failed.
-  MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag, packet_comm_);
-  Stats::bump(stats_.packets_sent);
-  release_baton();
-  return true;
-}
-
-bool Engine::take_baton() {
-  uint32_t expected = 0;
-  // acquire: pairs with the release store in release_baton() that ended the previous
-  // pass.
-  return baton_.load(std::memory_order_relaxed) == 0 &&
-         baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed);
-}
-
-void Engine::release_baton() {
-  baton_.store(0, std::memory_order_release);  // pairs with the acquire in take_baton()
 }
 
 bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
@@ -388,7 +360,7 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     any = true;
     // The oldest receive is done: its buffer is free once its packet was handed over
     // (below), before the next post, which may reuse it.
-    posted_head_ = (posted_head_ + 1) % kPostedRecvs;
+    posted_head_ = (posted_head_ + 1) & (kPostedRecvs - 1);
     --posted_count_;
     if (err != MPI_SUCCESS) {  // truncated: larger than any sender may make it (dropped)
       post_packet_recv();

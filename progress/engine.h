@@ -452,6 +452,7 @@ class Engine {
   // ANY_TAG) on the packet comm, into buf + kHeadroom; kMaxPacketBytes fit), a ring
   // (see "The posted receives").  A few: a waiter uses up one per wait at most.
   static constexpr int kPostedRecvs = 4;
+  static_assert((kPostedRecvs & (kPostedRecvs - 1)) == 0, "the ring indexes with a mask");
   struct PostedRecv {
     MPI_Request req = MPI_REQUEST_NULL;
     char* buf = nullptr;  // kHeadroom + kMaxPacketBytes + 1, for the engine's life
@@ -464,6 +465,36 @@ class Engine {
   std::vector<Outbox::Batch> batches_;  // flush_outbox's scratch
   Stats stats_;
 };
+
+// Inline: every blocking send of a small message to another process, and every
+// pass, starts here.
+inline bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len) {
+  if (len > kSmallPacketBytes || !take_baton()) return false;
+  if (!outbox.idle_for_appender()) {  // an earlier packet of this endpoint goes first
+    release_baton();
+    return false;
+  }
+  // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
+  // blocking sends" in engine.h).  A failure drops the packet, like a lone packet
+  // whose MPI_Isend failed.
+  MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag, packet_comm_);
+  Stats::bump(stats_.packets_sent);
+  release_baton();
+  return true;
+}
+
+inline bool Engine::take_baton() {
+  uint32_t expected = 0;
+  // acquire: pairs with the release store in release_baton() that ended the previous
+  // pass.
+  return baton_.load(std::memory_order_relaxed) == 0 &&
+         baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                        std::memory_order_relaxed);
+}
+
+inline void Engine::release_baton() {
+  baton_.store(0, std::memory_order_release);  // pairs with the acquire in take_baton()
+}
 
 }  // namespace ep::progress
 

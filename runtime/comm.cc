@@ -69,12 +69,6 @@ ContextTable::~ContextTable() {
   delete[] chunks_;
 }
 
-std::atomic<CommShared*>* ContextTable::chunk(uint32_t id) const {
-  if (id / kChunk >= kMaxChunks) return nullptr;
-  // acquire: pairs with the release store of a new chunk in allocate().
-  return chunks_[id / kChunk].load(std::memory_order_acquire);
-}
-
 uint32_t ContextTable::allocate() {
   std::lock_guard<std::mutex> lock(mu_);
   uint32_t id;
@@ -105,11 +99,6 @@ void ContextTable::unpublish(uint32_t id) {
 void ContextTable::recycle(uint32_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   free_.push_back(id);
-}
-
-CommShared* ContextTable::lookup(uint32_t id) const {
-  std::atomic<CommShared*>* c = chunk(id);
-  return c == nullptr ? nullptr : c[id % kChunk].load(std::memory_order_acquire);
 }
 
 std::vector<CommShared*> ContextTable::all() const {

@@ -200,12 +200,21 @@ class ContextTable {
   void publish(uint32_t id, CommShared* c);  // release
   void unpublish(uint32_t id);
   void recycle(uint32_t id);  // after the progress thread retired it
-  CommShared* lookup(uint32_t id) const;  // acquire; nullptr if unknown
+  // acquire; nullptr if unknown.  Inline: every packet from another process is routed
+  // by it.
+  CommShared* lookup(uint32_t id) const {
+    std::atomic<CommShared*>* c = chunk(id);
+    return c == nullptr ? nullptr : c[id % kChunk].load(std::memory_order_acquire);
+  }
   std::vector<CommShared*> all() const;
 
  private:
   static constexpr uint32_t kChunk = 1024, kMaxChunks = 4096;
-  std::atomic<CommShared*>* chunk(uint32_t id) const;
+  std::atomic<CommShared*>* chunk(uint32_t id) const {
+    if (id / kChunk >= kMaxChunks) return nullptr;
+    // acquire: pairs with the release store of a new chunk in allocate().
+    return chunks_[id / kChunk].load(std::memory_order_acquire);
+  }
   std::atomic<std::atomic<CommShared*>*>* chunks_;
   mutable std::mutex mu_;
   std::vector<uint32_t> free_;  // guarded by mu_

@@ -69,26 +69,6 @@ Request* Matcher::posted_head() const {
   return head_of(line_.head_req.load(std::memory_order_relaxed));
 }
 
-void Matcher::load_head(MatchOp* op) {
-  Line& l = line_;
-  // head_req stores here are relaxed: we hold the line (line_.work), whose release by
-  // let_go/finish_rounds publishes them to the next matcher; a waiter only looks for the
-  // kDelivered mark, which deliver_on_line publishes with release.
-  if (op == nullptr) {
-    l.head_req.store(0, std::memory_order_relaxed);
-    l.head_next = nullptr;
-    return;
-  }
-  l.head_source = op->source;
-  l.head_tag = op->tag;
-  l.head_dst = op->target.dst;
-  l.head_cap = op->target.cap;
-  l.head_elem = op->target.elem;
-  l.head_req.store(reinterpret_cast<uintptr_t>(op->req) | (op->line_wait ? kLineWait : 0),
-                   std::memory_order_relaxed);
-  l.head_next = op->next;
-}
-
 void Matcher::append_posted(MatchOp* op) {
   op->next = nullptr;
   Line& l = line_;
@@ -102,11 +82,6 @@ void Matcher::append_posted(MatchOp* op) {
     lists_.posted_tail->next = op;
   }
   lists_.posted_tail = op;
-}
-
-void Matcher::pop_head() {
-  // The tail stays right: if the new head has a successor, the tail is unchanged.
-  load_head(line_.head_next);
 }
 
 void Matcher::unlink_after(MatchOp* prev, MatchOp* p) {
@@ -176,20 +151,9 @@ void Matcher::report(MatchOp* op, const Envelope* u) {
   op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
 }
 
-void Matcher::arrive(Envelope* e) {
-  const Line& l = line_;
-  // relaxed: as posted_head(), read once here for the line check too.
-  const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
-  if (Request* head = head_of(h); head != nullptr) {
-    if (envelope_matches(l.head_source, l.head_tag, *e)) {
-      if ((h & kLineWait) != 0 && deliver_on_line(e, h)) return;
-      // Delivery reads only the copy; once it completed the request may be reused, so
-      // the head is popped afterwards, from the copy too.
-      const RecvTarget target{l.head_dst, l.head_cap, l.head_elem};
-      deliver_(head, target, e);
-      pop_head();
-      return;
-    }
+void Matcher::arrive_rest(Envelope* e, Request* head) {
+  if (head != nullptr) {  // a later posted receive may match (the first did not)
+    const Line& l = line_;
     MatchOp* prev = &head->op;
     for (MatchOp* p = l.head_next; p != nullptr; prev = p, p = p->next) {
       if (!envelope_matches(p->source, p->tag, *e)) continue;

@@ -170,9 +170,14 @@ class Matcher {
   // If no matcher is active, become it and match `e` in place (e may live on the
   // caller's stack: it is materialized if it has to wait).  Returns false, doing
   // nothing, if another matcher is active.
-  bool try_deliver_direct(Envelope* e) {
+  bool try_deliver_direct(Envelope* e) { return try_deliver_direct_with(e, deliver_); }
+  // The same with `deliver` for the first posted receive: the function this matcher was
+  // made with, or one that does the same (the runtime passes an inline form of its
+  // own, which the compiler can inline on the path of every message).
+  template <class Deliver>
+  bool try_deliver_direct_with(Envelope* e, Deliver deliver) {
     if (!hold()) return false;
-    arrive(e);  // the queues hold nothing we must see first (see "In place" above)
+    arrive_with(e, deliver);  // the queues hold nothing we must see first ("In place")
     let_go();
     return true;
   }
@@ -186,6 +191,10 @@ class Matcher {
                                               std::memory_order_relaxed);
   }
   void deliver_held(Envelope* e) { arrive(e); }
+  template <class Deliver>
+  void deliver_held_with(Envelope* e, Deliver deliver) {
+    arrive_with(e, deliver);
+  }
   void release() { let_go(); }
   // True while some thread is acting as this matcher (for safe reclamation).
   bool busy() const { return line_.work.load(std::memory_order_acquire) != 0; }
@@ -229,14 +238,54 @@ class Matcher {
     finish_rounds(seen);
   }
   void process_all();
-  void arrive(Envelope* e);
+  void arrive(Envelope* e) { arrive_with(e, deliver_); }
+  // An arrival: to the first posted receive that matches it, else unexpected (see the
+  // ordering argument above).  The first posted receive inline, the rest (a later
+  // posted receive, or none: unexpected) in arrive_rest.
+  template <class Deliver>
+  void arrive_with(Envelope* e, Deliver deliver) {
+    const Line& l = line_;
+    // relaxed: as posted_head(), read once here for the line check too.
+    const uintptr_t h = l.head_req.load(std::memory_order_relaxed);
+    Request* head = head_of(h);
+    if (head != nullptr && envelope_matches(l.head_source, l.head_tag, *e)) {
+      if ((h & kLineWait) != 0 && deliver_on_line(e, h)) return;
+      // Delivery reads only the copy; once it completed the request may be reused, so
+      // the head is popped afterwards, from the copy too.
+      const RecvTarget target{l.head_dst, l.head_cap, l.head_elem};
+      deliver(head, target, e);
+      pop_head();
+      return;
+    }
+    arrive_rest(e, head);
+  }
+  void arrive_rest(Envelope* e, Request* head);
   void handle(MatchOp* op);
   // The posted list (see "The first posted receive"): append in post order; unlink
   // the first one (after its delivery) or `p`, which follows `prev`.
   void append_posted(MatchOp* op);
-  void pop_head();
+  // The tail stays right: if the new head has a successor, the tail is unchanged.
+  void pop_head() { load_head(line_.head_next); }
   void unlink_after(MatchOp* prev, MatchOp* p);
-  void load_head(MatchOp* op);
+  void load_head(MatchOp* op) {
+    Line& l = line_;
+    // head_req stores here are relaxed: we hold the line (line_.work), whose release by
+    // let_go/finish_rounds publishes them to the next matcher; a waiter only looks for
+    // the kDelivered mark, which deliver_on_line publishes with release.
+    if (op == nullptr) {
+      l.head_req.store(0, std::memory_order_relaxed);
+      l.head_next = nullptr;
+      return;
+    }
+    l.head_source = op->source;
+    l.head_tag = op->tag;
+    l.head_dst = op->target.dst;
+    l.head_cap = op->target.cap;
+    l.head_elem = op->target.elem;
+    l.head_req.store(reinterpret_cast<uintptr_t>(op->req) | (op->line_wait ? kLineWait : 0),
+                     std::memory_order_relaxed);
+    l.head_next = op->next;
+  }
   // The first posted receive's request, or nullptr if none is posted (a head
   // delivered on the line counts as none); head_of: the same from a head_req value.
   Request* posted_head() const;

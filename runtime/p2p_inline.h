@@ -45,7 +45,8 @@ void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len);
 
 // A blocking send's small packet, written on the caller's stack: it leaves from here if
 // nothing of the endpoint's waits (Engine::try_send_alone), else through the outbox.
-inline void send_packet_now(Endpoint* ep, int proc, const char* packet, size_t len) {
+[[gnu::always_inline]] inline void send_packet_now(Endpoint* ep, int proc, const char* packet,
+                                                   size_t len) {
   if (!runtime()->engine.try_send_alone(*ep->outbox, proc, packet, len)) {
     send_packet_queued(ep, proc, packet, len);
   }

@@ -16,18 +16,8 @@
 namespace ep::runtime {
 
 namespace {
-// A small per-thread cache of Request objects: receives and sends allocate one each.
-// It lives on the heap, reached through a pointer in fast TLS (progress/fast_tls.h:
-// 520 bytes are too many for initial-exec space); `t_request_cache_owner` (ordinary
-// TLS, touched once per thread) frees it when the thread exits.
-struct RequestCache {
-  Request* items[64];
-  int n = 0;
-  ~RequestCache() {
-    for (int i = 0; i < n; ++i) delete items[i];
-  }
-};
-thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
+// `t_request_cache_owner` (ordinary TLS, touched once per thread) frees this thread's
+// RequestCache when the thread exits.
 struct RequestCacheOwner {
   ~RequestCacheOwner() {
     delete t_request_cache;
@@ -44,14 +34,12 @@ RequestCache* request_cache() {
   return t_request_cache;
 }
 
-// The requests this thread is blocked on (see "Completed by its waiter" in request.h).
-struct WaitSet {
-  const EP_Request* reqs = nullptr;
-  int n = 0;     // 0: no scope is active
-  int next = 0;  // where the next completion is likely found
-};
-thread_local WaitSet t_waiting EP_FAST_TLS;
 }  // namespace
+
+constinit thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
+
+// The requests this thread is blocked on (see "Completed by its waiter" in request.h).
+constinit thread_local WaitSet t_waiting EP_FAST_TLS;
 
 WaitScope::WaitScope(const EP_Request* handles, int n) : active_(t_waiting.n == 0 && n > 0) {
   if (active_) t_waiting = WaitSet{handles, n, 0};
@@ -64,21 +52,6 @@ WaitScope::WaitScope(Request* r)
 
 WaitScope::~WaitScope() {
   if (active_) t_waiting = WaitSet{};
-}
-
-// Looks at a few entries from the cursor only: a miss costs the completion its RMW,
-// never its correctness.
-bool waited_here(const Request* r) {
-  WaitSet& w = t_waiting;
-  const EP_Request h = reinterpret_cast<EP_Request>(const_cast<Request*>(r));
-  const int end = w.next + 4 < w.n ? w.next + 4 : w.n;
-  for (int i = w.next; i < end; ++i) {
-    if (w.reqs[i] == h) {
-      w.next = i + 1;
-      return true;
-    }
-  }
-  return false;
 }
 
 Request* request_new(RequestKind kind, bool user_handle) {
@@ -127,13 +100,7 @@ namespace {
 // inline payload nobody observed still reaches the buffer (a freed receive).
 void recycle(Request* r, uint32_t state) {
   if ((state & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
-  if (r->drain_buf != nullptr) std::free(r->drain_buf);
-  RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
-  if (cache != nullptr && cache->n < 64) {
-    cache->items[cache->n++] = r;
-  } else {
-    delete r;
-  }
+  request_recycle(r);
 }
 }  // namespace
 
@@ -154,10 +121,7 @@ void request_complete(Request* r, bool inline_payload) {
   if (r->kind == RequestKind::kBsend && r->bsend != nullptr) r->bsend->release(r->segment);
   const uint32_t bits = inline_payload ? Request::kComplete | Request::kInline : Request::kComplete;
   if (waited_here(r)) {
-    // Nobody else may touch the state meanwhile (see "Completed by its waiter"): no
-    // RMW, no wake (we are the waiter, awake).  relaxed load: only our own writes can
-    // be there (a kPendingWaited we set before a sleep); release: as the fetch_or.
-    r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
+    request_complete_waited(r, bits);
     return;
   }
   // acq_rel: release publishes status (pairs with the acquire in request_done() and

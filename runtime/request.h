@@ -33,7 +33,9 @@
 // concurrent tests of one request; later observers are ordered after it).  A request
 // nobody observes (the user freed it) gets its copy from whichever side recycles it.  So a small
 // local message costs the receiver no transfer of its buffer's cache line between cores: the
-// matcher writes one line of the request, the waiter reads it.
+// matcher writes one line of the request, the waiter reads it.  A matcher that is the
+// waiter itself (below) has nothing to save: it writes the buffer at once
+// (runtime::deliver_inline in p2p.h).
 //
 // Completed by its waiter.  Most completions run on the very thread that is blocked on
 // the request: a waiter holding the baton delivers its own message (a ping-pong), or
@@ -72,10 +74,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 
 #include "ep/ep.h"
 #include "progress/backoff.h"
 #include "progress/engine.h"
+#include "progress/fast_tls.h"
 #include "runtime/datatype.h"
 
 namespace ep::runtime {
@@ -196,6 +200,33 @@ void request_complete(Request* r, bool inline_payload = false);
 void request_take_inline(Request* r);
 // The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
+// A small per-thread cache of Request objects: receives and sends allocate one each.
+// It lives on the heap, reached through a pointer in fast TLS (progress/fast_tls.h:
+// 520 bytes are too many for initial-exec space); request.cc frees it when the thread
+// exits (then the pointer is null again).
+struct RequestCache {
+  Request* items[64];
+  int n = 0;
+  ~RequestCache() {
+    for (int i = 0; i < n; ++i) delete items[i];
+  }
+};
+extern constinit thread_local RequestCache* t_request_cache EP_FAST_TLS;
+// Both holders let go and any inline payload reached the buffer: back to this thread's
+// cache (see "Lifetime").
+inline void request_recycle(Request* r) {
+  if (r->drain_buf != nullptr) std::free(r->drain_buf);
+  RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
+  if (cache != nullptr && cache->n < 64) {
+    cache->items[cache->n++] = r;
+  } else {
+    delete r;
+  }
+}
+// The user's handle lets go of a request that request_wait() or request_done() saw
+// complete on this thread (its inline payload taken): request_unref() without its
+// questions.  Not for the shared complete request or a generalized request.
+inline void request_unref_done(Request* r) { request_recycle(r); }
 inline bool request_done(Request* r) {
   // acquire: pairs with the acq_rel fetch_or in request_complete.
   const uint32_t s = r->state.load(std::memory_order_acquire);
@@ -222,9 +253,41 @@ class WaitScope {
   EP_Request single_ = EP_REQUEST_NULL;  // the one request's handle
   bool active_;
 };
+// The requests this thread is blocked on (WaitScope's state).
+struct WaitSet {
+  const EP_Request* reqs = nullptr;
+  int n = 0;     // 0: no scope is active
+  int next = 0;  // where the next completion is likely found
+};
+extern constinit thread_local WaitSet t_waiting EP_FAST_TLS;
 // True if the calling thread's WaitScope holds `r` within a few entries of its cursor
-// (and moves the cursor past it).  request_complete() asks; tests too.
-bool waited_here(const Request* r);
+// (and moves the cursor past it).  request_complete() asks; tests too.  It looks at a
+// few entries from the cursor only: a miss costs the completion its RMW, never its
+// correctness.  Inline: every delivery asks.
+inline bool waited_here(const Request* r) {
+  WaitSet& w = t_waiting;
+  const EP_Request h = reinterpret_cast<EP_Request>(const_cast<Request*>(r));
+  if (w.next < w.n && w.reqs[w.next] == h) {  // the usual case: at the cursor
+    ++w.next;
+    return true;
+  }
+  const int end = w.next + 4 < w.n ? w.next + 4 : w.n;
+  for (int i = w.next + 1; i < end; ++i) {
+    if (w.reqs[i] == h) {
+      w.next = i + 1;
+      return true;
+    }
+  }
+  return false;
+}
+// request_complete() of a pending request by the thread blocked on it (waited_here(r)
+// said so): nobody else touches its state meanwhile (see "Completed by its waiter") -
+// no RMW, no wake (we are the waiter, awake).  Not for a buffered send's request.
+inline void request_complete_waited(Request* r, uint32_t bits = Request::kComplete) {
+  // relaxed load: only our own writes can be there (a kPendingWaited we set before a
+  // sleep); release: publishes the status, as request_complete's fetch_or.
+  r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
+}
 // Blocks (spin, yield, futex) until complete.
 void request_wait(Request* r, progress::Policy policy);
 

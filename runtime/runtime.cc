@@ -16,7 +16,8 @@ std::atomic<Runtime*> g_runtime{nullptr};
 namespace {
 // The destination endpoint of a point-to-point packet, or nullptr (then it is dropped):
 // an eager packet needs kEagerHeaderBytes, any other a whole WireHeader.
-Endpoint* destination(ContextTable& contexts, const WireHeader* h, size_t len) {
+[[gnu::always_inline]] inline Endpoint* destination(ContextTable& contexts, const WireHeader* h,
+                                                    size_t len) {
   const bool whole =
       len >= sizeof(WireHeader) || (len >= kEagerHeaderBytes && h->kind == WireHeader::kEager);
   CommShared* c = whole ? contexts.lookup(h->ctx) : nullptr;
@@ -28,29 +29,49 @@ Endpoint* destination(ContextTable& contexts, const WireHeader* h, size_t len) {
 // active (no queue, and an unowned envelope is copied only if it has to wait), else
 // queued with the baton holder's producer token (arrivals keep their order: both ways
 // go through the same matcher, which drains its queue before an in-place match).
-void arrive(Endpoint* ep, Envelope* e) {
-  if (ep->matcher.try_deliver_direct(e)) return;
+[[gnu::noinline]] void arrive_queued(Endpoint* ep, Envelope* e) {
   if (!ep->progress_token) {
     ep->progress_token = std::make_unique<moodycamel::ProducerToken>(ep->matcher.inbox());
   }
   ep->matcher.push(*ep->progress_token, materialize(e));
+}
+[[gnu::always_inline]] inline void arrive(Endpoint* ep, Envelope* e) {
+  if (ep->matcher.try_deliver_direct_with(e, DeliverInline{})) return;
+  arrive_queued(ep, e);
 }
 }  // namespace
 
 void Runtime::on_record(int src_proc, const char* packet, size_t len) {
   const auto* h = reinterpret_cast<const WireHeader*>(packet);
   if (len < kEagerHeaderBytes || h->kind != WireHeader::kEager) {
-    release_held();  // it takes the usual way, after the records before it
-    PacketSink::on_record(src_proc, packet, len);  // a block of its own
+    on_other_record(src_proc, packet, len);
     return;
   }
-  Envelope e(Envelope::EagerOnly{});  // refers to the bundle, which lives until we return
+  Envelope e(Envelope::EagerOnly{});  // refers to the packet, which lives until we return
   e.src_rank = h->src_rank;
   e.tag = h->tag;
   e.bytes = static_cast<int64_t>(len - kEagerHeaderBytes);
   e.data = packet + kEagerHeaderBytes;
+  if (in_bundle_) {  // (outside a bundle no matcher is held)
+    on_bundle_record(h, len, &e);
+    return;
+  }
+  Endpoint* ep = destination(contexts, h, len);
+  if (ep == nullptr) {
+    count(counters.dropped_packets);
+    return;
+  }
+  arrive(ep, &e);
+}
+
+void Runtime::on_other_record(int src_proc, const char* packet, size_t len) {
+  release_held();  // it takes the usual way, after the records before it
+  PacketSink::on_record(src_proc, packet, len);  // a block of its own
+}
+
+void Runtime::on_bundle_record(const WireHeader* h, size_t len, Envelope* e) {
   if (held_ != nullptr && h->ctx == held_ctx_ && h->dst_local == held_local_) {
-    held_->matcher.deliver_held(&e);  // the run of records to one endpoint goes on
+    held_->matcher.deliver_held_with(e, DeliverInline{});  // the run to one endpoint goes on
     return;
   }
   release_held();
@@ -59,14 +80,14 @@ void Runtime::on_record(int src_proc, const char* packet, size_t len) {
     count(counters.dropped_packets);
     return;
   }
-  if (in_bundle_ && ep->matcher.hold()) {  // more records may follow: keep the matcher
+  if (ep->matcher.hold()) {  // more records may follow: keep the matcher
     held_ = ep;
     held_ctx_ = h->ctx;
     held_local_ = h->dst_local;
-    ep->matcher.deliver_held(&e);
+    ep->matcher.deliver_held_with(e, DeliverInline{});
     return;
   }
-  arrive(ep, &e);
+  arrive(ep, e);
 }
 
 void Runtime::release_held() {

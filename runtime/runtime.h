@@ -84,6 +84,11 @@ class Runtime final : public progress::PacketSink {
   // and local index it was found by.  The endpoint cannot be retired meanwhile: that
   // runs as an engine command, never inside a pass's delivery.
   void release_held();
+  // on_record's less common ways, out of line so that its own (a lone small packet
+  // matched in place: every blocking receive's message) stays short: a record of a
+  // bundle, and a packet that is not a small eager message.
+  void on_bundle_record(const WireHeader* h, size_t len, Envelope* e);
+  void on_other_record(int src_proc, const char* packet, size_t len);
   bool in_bundle_ = false;
   Endpoint* held_ = nullptr;
   uint32_t held_ctx_ = 0;
