@@ -741,7 +741,7 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
   // finish() for a receive request that request_wait saw complete.
   err = r->status.EP_ERROR;
   copy_status(r, status);
-  ep::runtime::request_unref_done(r);
+  ep::runtime::request_recycle(r);
   if (err == EP_ERR_TRUNCATE) {
     fail(err, "EP_Recv", "the message is longer than the receive buffer (count %d, %lld bytes)",
          count, static_cast<long long>(ti.size * count));

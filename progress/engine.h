@@ -475,7 +475,7 @@ inline bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* p
     return false;
   }
   // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
-  // blocking sends" in engine.h).  A failure drops the packet, like a lone packet
+  // blocking sends" above).  A failure drops the packet, like a lone packet
   // whose MPI_Isend failed.
   MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag, packet_comm_);
   Stats::bump(stats_.packets_sent);

@@ -344,11 +344,7 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
     } else {
       unpack(e->data, n, r->buf, r->count, r->type, r->ti);
     }
-    r->status.EP_SOURCE = e->src_rank;
-    r->status.EP_TAG = e->tag;
-    r->status.EP_ERROR = truncated ? EP_ERR_TRUNCATE : EP_SUCCESS;
-    r->status.ep_bytes_ = n;
-    if (e->block != nullptr) std::free(e->block);  // may hold *e itself: after its last read
+    eager_delivered(r, e, n, truncated ? EP_ERR_TRUNCATE : EP_SUCCESS);
     request_complete(r, inline_payload);
     return;
   }

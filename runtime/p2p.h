@@ -66,6 +66,15 @@ bool cancel_recv(Request* r);
 // `t` is r->op.target (or the matcher's copy of it).
 void deliver(Request* r, const RecvTarget& t, Envelope* e);
 Envelope* materialize(Envelope* e);
+// The end of an eager delivery of n bytes (deliver and deliver_inline): the status,
+// then the envelope's block freed - it may hold *e itself, so after the last read of e.
+inline void eager_delivered(Request* r, Envelope* e, int64_t n, int error) {
+  r->status.EP_SOURCE = e->src_rank;
+  r->status.EP_TAG = e->tag;
+  r->status.EP_ERROR = error;
+  r->status.ep_bytes_ = n;
+  if (e->block != nullptr) std::free(e->block);
+}
 // deliver(), with its most common case inline: an eager message that fits a contiguous
 // receive buffer, delivered by the very thread blocked on the receive (a waiter
 // driving the engine finds its own message: every blocking receive from another
@@ -80,11 +89,7 @@ Envelope* materialize(Envelope* e);
   const int64_t n = e->bytes;
   const int64_t whole = whole_elements(n, t.elem);  // as unpack(): whole elements only
   if (whole > 0) copy_bytes(t.dst, e->data, static_cast<size_t>(whole));
-  r->status.EP_SOURCE = e->src_rank;
-  r->status.EP_TAG = e->tag;
-  r->status.EP_ERROR = EP_SUCCESS;
-  r->status.ep_bytes_ = n;
-  if (e->block != nullptr) std::free(e->block);  // may hold *e itself: after its last read
+  eager_delivered(r, e, n, EP_SUCCESS);
   request_complete_waited(r);
 }
 // deliver_inline as what Matcher's *_with functions take: a function object, whose

@@ -213,7 +213,9 @@ struct RequestCache {
 };
 extern constinit thread_local RequestCache* t_request_cache EP_FAST_TLS;
 // Both holders let go and any inline payload reached the buffer: back to this thread's
-// cache (see "Lifetime").
+// cache (see "Lifetime").  Also the user's release of a request that request_wait()
+// saw complete on this thread (request_unref() without its questions); not for the
+// shared complete request or a generalized request.
 inline void request_recycle(Request* r) {
   if (r->drain_buf != nullptr) std::free(r->drain_buf);
   RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
@@ -223,10 +225,6 @@ inline void request_recycle(Request* r) {
     delete r;
   }
 }
-// The user's handle lets go of a request that request_wait() or request_done() saw
-// complete on this thread (its inline payload taken): request_unref() without its
-// questions.  Not for the shared complete request or a generalized request.
-inline void request_unref_done(Request* r) { request_recycle(r); }
 inline bool request_done(Request* r) {
   // acquire: pairs with the acq_rel fetch_or in request_complete.
   const uint32_t s = r->state.load(std::memory_order_acquire);
@@ -285,7 +283,8 @@ inline bool waited_here(const Request* r) {
 // no RMW, no wake (we are the waiter, awake).  Not for a buffered send's request.
 inline void request_complete_waited(Request* r, uint32_t bits = Request::kComplete) {
   // relaxed load: only our own writes can be there (a kPendingWaited we set before a
-  // sleep); release: publishes the status, as request_complete's fetch_or.
+  // sleep); release: publishes the status, pairs with the acquire loads of `state` in
+  // request_wait() and request_done() (as request_complete's fetch_or).
   r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
 }
 // Blocks (spin, yield, futex) until complete.
