@@ -676,16 +676,42 @@ int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Grou
 
 // ---- Point-to-point -------------------------------------------------------------------
 
-int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+namespace {
+
+// EP_Send of everything but the short way (below): the checks, with their messages,
+// then runtime::send.
+[[gnu::noinline]] int send_general(const void* buf, int count, MPI_Datatype type, int dest, int tag,
+                                   EP_Comm comm) {
   EP_GET_COMM(ep, comm, "EP_Send");
   TypeInfo ti;
   int err = send_checks(ep, buf, count, type, dest, tag, &ti, "EP_Send");
   if (err != EP_SUCCESS) return handle(ep, err);
-  // A small message to another process leaves from here (a ping-pong's, a reply's);
-  // everything else takes the general path.
-  if (ep::runtime::send_small_remote(buf, count, ti, dest, tag, ep)) return EP_SUCCESS;
   return handle(ep, ep::runtime::send(buf, count, type, ti, dest, tag, ep, SendMode::kStandard,
                                       nullptr, "EP_Send"));
+}
+
+}  // namespace
+
+// EP_Send's short way: a call whose arguments all pass at a glance - a live endpoint
+// handle, a builtin type already described, a rank and a tag in range, a buffer - and
+// whose message is small, contiguous and for another process (a ping-pong's, a
+// reply's: runtime::send_small_remote) runs only those comparisons, the entry guard,
+// the packet on the stack and MPI_Send.  Every other call, each invalid one included,
+// takes send_general, whose checks name what is wrong; a call that passes here passes
+// them too.  The short way is on the critical path of every 2-process ping-pong (see
+// "The receiver's critical path" in runtime/p2p.h).
+int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
+  auto* ep = reinterpret_cast<Endpoint*>(comm);
+  const TypeInfo* ti = nullptr;
+  if (runtime() != nullptr && ep != nullptr && ep->magic == Endpoint::kMagic && count >= 0 &&
+      (ti = ep::runtime::described_builtin(type)) != nullptr && (buf != nullptr || count == 0) &&
+      dest >= 0 && dest < ep->comm->peer_size() && tag >= 0 && tag <= ep->comm->tag_ub) {
+    Entry guard(ep);
+    if (guard.ok() && ep::runtime::send_small_remote(buf, count, *ti, dest, tag, ep)) {
+      return EP_SUCCESS;
+    }
+  }
+  return send_general(buf, count, type, dest, tag, comm);
 }
 int EP_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
   return send_common(buf, count, type, dest, tag, comm, SendMode::kBuffered, nullptr, "EP_Bsend");

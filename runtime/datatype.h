@@ -56,14 +56,20 @@ extern BuiltinSlot g_builtin[256];
 bool describe_slow(MPI_Datatype type, TypeInfo* info);
 // False if `type` is not a valid committed datatype.  Inline: a builtin type is one
 // table lookup, made twice per message.
+// The TypeInfo of a builtin type already in the table, else nullptr (then describe).
+inline const TypeInfo* described_builtin(MPI_Datatype type) {
+  if (!is_builtin_type(type)) return nullptr;
+  const BuiltinSlot& s = g_builtin[static_cast<unsigned>(type) & 255];
+  // acquire: pairs with describe_slow's release store of kReady (type, info written).
+  if (s.state.load(std::memory_order_acquire) != BuiltinSlot::kReady || s.type != type) {
+    return nullptr;
+  }
+  return &s.info;
+}
 inline bool describe(MPI_Datatype type, TypeInfo* info) {
-  if (is_builtin_type(type)) {
-    const BuiltinSlot& s = g_builtin[static_cast<unsigned>(type) & 255];
-    // acquire: pairs with describe_slow's release store of kReady (type, info written).
-    if (s.state.load(std::memory_order_acquire) == BuiltinSlot::kReady && s.type == type) {
-      *info = s.info;
-      return true;
-    }
+  if (const TypeInfo* known = described_builtin(type)) {
+    *info = *known;
+    return true;
   }
   return describe_slow(type, info);
 }

@@ -103,17 +103,28 @@ TEST(ShortSend, TypedMessagesArriveIntact) {
   MPI_Type_free(&strided);
 }
 
-// EP_PROC_NULL is a no-op, and EP_Send's errors are still reported (the short way
-// runs only after the checks).
+// EP_PROC_NULL is a no-op, and EP_Send's errors are still reported: a call that the
+// short way's glance does not pass (api/ep.cc) takes the general way, whose checks
+// name the argument - each bound of the glance is crossed here once.
 TEST(ShortSend, ProcNullAndBadArgumentsKeepTheirMeaning) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
-    int size = 0, v = 7;
+    int size = 0, v = 7, tag_ub = 0;
     EP_Comm_size(comm, &size);
+    EP_Comm_tag_ub(comm, &tag_ub);
     EXPECT_EQ(EP_Send(&v, 1, MPI_INT, EP_PROC_NULL, 0, comm), EP_SUCCESS);
+    EXPECT_EQ(EP_Send(nullptr, 0, MPI_INT, EP_PROC_NULL, 0, comm), EP_SUCCESS);
     EXPECT_EQ(EP_Send(&v, 1, MPI_INT, size, 0, comm), EP_ERR_RANK);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, -7, 0, comm), EP_ERR_RANK);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, EP_ANY_SOURCE, 0, comm), EP_ERR_RANK);
     EXPECT_EQ(EP_Send(&v, 1, MPI_INT, 0, -3, comm), EP_ERR_TAG);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, 0, EP_ANY_TAG, comm), EP_ERR_TAG);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, 0, tag_ub + 1, comm), EP_ERR_TAG);
     EXPECT_EQ(EP_Send(&v, -1, MPI_INT, 0, 0, comm), EP_ERR_COUNT);
     EXPECT_EQ(EP_Send(nullptr, 1, MPI_INT, 0, 0, comm), EP_ERR_BUFFER);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_DATATYPE_NULL, 0, 0, comm), EP_ERR_TYPE);
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, 0, 0, EP_COMM_NULL), EP_ERR_COMM);
+    char bogus[4096] = {};  // not an endpoint handle
+    EXPECT_EQ(EP_Send(&v, 1, MPI_INT, 0, 0, reinterpret_cast<EP_Comm>(bogus)), EP_ERR_COMM);
   });
 }
 
