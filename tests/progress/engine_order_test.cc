@@ -12,6 +12,10 @@
 // number and its length, and a pattern derived from them.  The receiving thread
 // waits like an endpoint thread: try_progress with a watched word that the sink sets
 // for every packet, clearing it after each return; now and then a full pass instead.
+// Every other process (by rank, from a seed-chosen start, so that between two
+// processes one direction is each kind) sends only small packets, each like a lone blocking send
+// (Engine::try_send_alone, which also posts again a receive that a waiter's packet
+// left free): those posts interleave with the waits that use the receives up.
 // Prints its seed; rerun with LIBEP_STRESS_SEED.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -115,9 +119,13 @@ uint64_t shared_seed(int rank) {
   return v;
 }
 
+size_t random_small_len(std::mt19937_64& rng) {
+  return kHead + rng() % (Engine::kSmallPacketBytes - kHead + 1);
+}
+
 size_t random_len(std::mt19937_64& rng) {
   const int cls = static_cast<int>(rng() % 16);
-  if (cls < 10) return kHead + rng() % (Engine::kSmallPacketBytes - kHead + 1);  // in place
+  if (cls < 10) return random_small_len(rng);  // in place
   if (cls < 14) return kHead + rng() % 4096;
   return kHead + rng() % (100 * 1024);
 }
@@ -140,6 +148,12 @@ TEST(EngineOrder, ExactlyOnceInOrderWhileWaitersUseUpThePostedReceives) {
 
   std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(rank));
   std::vector<uint32_t> sent(size, 0);
+  // Whether this process sends only lone sends: every packet to a peer then leaves from
+  // this thread, in order (a packet submitted before could still be queued).
+  std::vector<bool> alone(size);
+  for (int p = 0; p < size; ++p) alone[p] = (seed + static_cast<uint64_t>(rank)) % 2 == 0;
+  // Nothing waits in it, so try_send_alone may send (reference counted: unref()).
+  auto* idle_outbox = new ep::progress::Outbox;
   std::vector<int> open_peers;  // peers still owed packets
   for (int p = 0; p < size; ++p) {
     if (p != rank) open_peers.push_back(p);
@@ -147,6 +161,7 @@ TEST(EngineOrder, ExactlyOnceInOrderWhileWaitersUseUpThePostedReceives) {
   const int64_t expected = static_cast<int64_t>(kPerPeer) * (size - 1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   uint64_t step = 0;
+  int64_t lone_sends = 0;
   while (sink.received.load(std::memory_order_acquire) < expected || !open_peers.empty()) {
     const bool late = std::chrono::steady_clock::now() > deadline;
     ASSERT_FALSE(late) << "received " << sink.received.load() << " of " << expected
@@ -157,11 +172,18 @@ TEST(EngineOrder, ExactlyOnceInOrderWhileWaitersUseUpThePostedReceives) {
       const int peer = open_peers[pick];
       const int run = 1 + static_cast<int>(rng() % 8);
       for (int k = 0; k < run && sent[peer] < kPerPeer; ++k) {
-        const size_t len = random_len(rng);
+        const size_t len = alone[peer] ? random_small_len(rng) : random_len(rng);
         char* buf = static_cast<char*>(std::malloc(len));
         PacketHead h{static_cast<uint32_t>(rank), sent[peer]++, static_cast<uint32_t>(len), 0};
         std::memcpy(buf, &h, kHead);
         for (size_t i = kHead; i < len; ++i) buf[i] = pattern(h.src, h.seq, i);
+        if (alone[peer]) {
+          // Another thread's pass may hold the baton for a moment: try again.
+          while (!engine.try_send_alone(*idle_outbox, peer, buf, len)) std::this_thread::yield();
+          std::free(buf);
+          ++lone_sends;
+          continue;
+        }
         Command c;
         c.kind = Command::kSendPacket;
         c.peer = peer;
@@ -184,7 +206,11 @@ TEST(EngineOrder, ExactlyOnceInOrderWhileWaitersUseUpThePostedReceives) {
   // sends still in flight).
   MPI_Barrier(MPI_COMM_WORLD);
   engine.stop();
+  idle_outbox->unref();
   EXPECT_EQ(sink.errors, 0) << sink.first_error << " (seed " << seed << ")";
+  int64_t lone_total = 0;
+  MPI_Allreduce(&lone_sends, &lone_total, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_GT(lone_total, 0) << "no process sent alone (seed " << seed << ")";
   EXPECT_EQ(sink.received.load(), expected) << "seed " << seed;
   for (int p = 0; p < size; ++p) {
     if (p != rank) {
