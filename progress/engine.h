@@ -145,7 +145,9 @@
 // receiver), so nothing is allocated, tracked or tested later, and the outbox's lock,
 // its references and the flush's batch list are not touched.  Order is kept: the
 // outbox holds nothing of the endpoint's, so every earlier packet of it has already
-// been handed to MPI, on the same communicator.
+// been handed to MPI, on the same communicator.  Still holding the baton, the send
+// then posts again a receive that a waiter's packet left free (see "The posted
+// receives").
 //
 // Ordering: commands are executed in the order of their submit() calls (a single FIFO),
 // so one endpoint's commands keep their order even when its handle moves between
