@@ -56,7 +56,8 @@ TEST(ShortSend, EverySizeAroundTheBoundArrivesIntactFromEverySource) {
         EXPECT_EQ(st.EP_SOURCE, s);
         EXPECT_EQ(st.EP_TAG, n);
         for (int i = 0; i < n; ++i) {
-          ASSERT_EQ(in[s][i], byte_of(s, rank, n, i)) << "byte " << i << " of " << n << " from " << s;
+          ASSERT_EQ(in[s][i], byte_of(s, rank, n, i))
+              << "byte " << i << " of " << n << " from " << s;
         }
         EXPECT_EQ(in[s][n], 0xee) << "written past the message";
       }
