@@ -33,6 +33,13 @@ using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point he
 
 // The checks of every send and receive: inline, with their failures (the messages)
 // out of line, so that a call that passes them runs only the comparisons.
+// A rank of the communicator (of its remote group for an intercommunicator), and a
+// tag a send may carry: the comparisons themselves, shared with EP_Send's glance.
+inline bool is_peer_rank(const Endpoint* ep, int rank) {
+  return rank >= 0 && rank < ep->comm->peer_size();
+}
+inline bool is_send_tag(const Endpoint* ep, int tag) { return tag >= 0 && tag <= ep->comm->tag_ub; }
+
 [[gnu::cold, gnu::noinline]] int dest_error(Endpoint* ep, int dest, const char* call) {
   if (dest == EP_ANY_SOURCE) {
     return fail(EP_ERR_RANK, call, "dest EP_ANY_SOURCE is not allowed on a send");
@@ -42,7 +49,7 @@ using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point he
 }
 
 inline int check_dest(Endpoint* ep, int dest, const char* call) {
-  if (dest == EP_PROC_NULL || (dest >= 0 && dest < ep->comm->peer_size())) return EP_SUCCESS;
+  if (dest == EP_PROC_NULL || is_peer_rank(ep, dest)) return EP_SUCCESS;
   return dest_error(ep, dest, call);
 }
 
@@ -53,7 +60,7 @@ inline int check_dest(Endpoint* ep, int dest, const char* call) {
 }
 
 inline int check_send_tag(Endpoint* ep, int tag, const char* call) {
-  if (tag >= 0 && tag <= ep->comm->tag_ub) return EP_SUCCESS;
+  if (is_send_tag(ep, tag)) return EP_SUCCESS;
   return send_tag_error(ep, tag, call);
 }
 
@@ -63,8 +70,7 @@ inline int check_send_tag(Endpoint* ep, int tag, const char* call) {
 }
 
 inline int check_source(Endpoint* ep, int source, const char* call) {
-  if (source == EP_PROC_NULL || source == EP_ANY_SOURCE ||
-      (source >= 0 && source < ep->comm->peer_size())) {
+  if (source == EP_PROC_NULL || source == EP_ANY_SOURCE || is_peer_rank(ep, source)) {
     return EP_SUCCESS;
   }
   return source_error(ep, source, call);
@@ -76,7 +82,7 @@ inline int check_source(Endpoint* ep, int source, const char* call) {
 }
 
 inline int check_recv_tag(Endpoint* ep, int tag, const char* call) {
-  if (tag == EP_ANY_TAG || (tag >= 0 && tag <= ep->comm->tag_ub)) return EP_SUCCESS;
+  if (tag == EP_ANY_TAG || is_send_tag(ep, tag)) return EP_SUCCESS;
   return recv_tag_error(ep, tag, call);
 }
 
@@ -701,11 +707,11 @@ namespace {
 // them too.  The short way is on the critical path of every 2-process ping-pong (see
 // "The receiver's critical path" in runtime/p2p.h).
 int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm) {
-  auto* ep = reinterpret_cast<Endpoint*>(comm);
+  Endpoint* ep = nullptr;
   const TypeInfo* ti = nullptr;
-  if (runtime() != nullptr && ep != nullptr && ep->magic == Endpoint::kMagic && count >= 0 &&
+  if (runtime() != nullptr && (ep = as_endpoint(comm)) != nullptr && count >= 0 &&
       (ti = ep::runtime::described_builtin(type)) != nullptr && (buf != nullptr || count == 0) &&
-      dest >= 0 && dest < ep->comm->peer_size() && tag >= 0 && tag <= ep->comm->tag_ub) {
+      is_peer_rank(ep, dest) && is_send_tag(ep, tag)) {
     Entry guard(ep);
     if (guard.ok() && ep::runtime::send_small_remote(buf, count, *ti, dest, tag, ep)) {
       return EP_SUCCESS;

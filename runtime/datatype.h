@@ -54,8 +54,6 @@ extern BuiltinSlot g_builtin[256];
 
 // describe() of anything but a builtin type already in the table.
 bool describe_slow(MPI_Datatype type, TypeInfo* info);
-// False if `type` is not a valid committed datatype.  Inline: a builtin type is one
-// table lookup, made twice per message.
 // The TypeInfo of a builtin type already in the table, else nullptr (then describe).
 inline const TypeInfo* described_builtin(MPI_Datatype type) {
   if (!is_builtin_type(type)) return nullptr;
@@ -66,6 +64,8 @@ inline const TypeInfo* described_builtin(MPI_Datatype type) {
   }
   return &s.info;
 }
+// False if `type` is not a valid committed datatype.  Inline: a builtin type is one
+// table lookup, made twice per message.
 inline bool describe(MPI_Datatype type, TypeInfo* info) {
   if (const TypeInfo* known = described_builtin(type)) {
     *info = *known;
