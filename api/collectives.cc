@@ -60,6 +60,11 @@ int check_op(MPI_Op op, const char* call) {
 int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* what,
                  const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "%s count %d is negative", what, count);
+  // The callers let EP_IN_PLACE through only where MPI allows it.
+  if (buf == EP_IN_PLACE) {
+    return fail(EP_ERR_BUFFER, call, "%sbuffer is EP_IN_PLACE, which MPI does not allow here",
+                what);
+  }
   if (!ep::runtime::describe(type, ti)) {
     return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
   }

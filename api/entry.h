@@ -15,8 +15,11 @@
 #include "runtime/request.h"
 #include "runtime/runtime.h"
 
-// EP_Group is a pointer to this.
+// EP_Group is a pointer to this.  `magic` first, as in every handle object, so that a
+// handle of another kind is told apart by its first word (as_group).
 struct ep_group_s {
+  static constexpr uint32_t kMagic = 0x6e0f9a11;
+  uint32_t magic = kMagic;
   ep::runtime::Group g;
 };
 
@@ -47,9 +50,37 @@ inline int handle(Endpoint* ep, int code) { return handle(ep->errhandler, code);
     }                                                                                    \
   } while (0)
 
+// Handle validation.  Every handle object begins with a word that names its kind (a
+// Request with its class's vtable pointer, the others with a magic number), so a null
+// handle, a predefined constant (EP_ERRORS_RETURN, EP_MESSAGE_NO_PROC: small integers,
+// never dereferenced) or a live handle of another kind is refused with the error of
+// the expected kind.  A handle whose object was freed is the user's error (MPI's too):
+// the API sets freed handles to their null value.
+inline bool plausible_handle(const void* h) { return reinterpret_cast<uintptr_t>(h) >= 4096; }
+
 inline Endpoint* as_endpoint(EP_Comm c) {
   auto* ep = reinterpret_cast<Endpoint*>(c);
-  return (ep != nullptr && ep->magic == Endpoint::kMagic) ? ep : nullptr;
+  return (plausible_handle(ep) && ep->magic == Endpoint::kMagic) ? ep : nullptr;
+}
+
+inline ep_group_s* as_group(EP_Group g) {
+  return (plausible_handle(g) && g->magic == ep_group_s::kMagic) ? g : nullptr;
+}
+
+// EP_ERR_GROUP for a group argument `arg` that as_group refused.
+inline int group_error(EP_Group g, const char* call, const char* arg) {
+  return fail(EP_ERR_GROUP, call, "%s is %s", arg,
+              g == EP_GROUP_NULL ? "EP_GROUP_NULL" : "not a valid group handle");
+}
+
+// A request handle: the shared complete request's vtable pointer identifies the class
+// (Request is final: every Request has it).
+inline Request* as_request(EP_Request h) {
+  if (!plausible_handle(h)) return nullptr;
+  static const void* const vptr =
+      *reinterpret_cast<const void* const*>(ep::runtime::completed_send_request());
+  return *reinterpret_cast<const void* const*>(h) == vptr ? reinterpret_cast<Request*>(h)
+                                                          : nullptr;
 }
 
 // Holds an endpoint for the duration of one call; detects concurrent entry.
@@ -99,12 +130,33 @@ inline bool is_builtin(MPI_Datatype type) {
 
 inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
+  if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "buffer is EP_IN_PLACE");
   int err = check_type(type, ti, call, "datatype");
   if (err != EP_SUCCESS) return err;
   if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
     return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
   }
   return EP_SUCCESS;
+}
+
+// What a completed operation reports, written into the caller's status: everything but
+// EP_ERROR, which only the multi-completion calls write, when they return
+// EP_ERR_IN_STATUS (API.md; MPI 3.1 section 3.2.5).
+inline void write_status(EP_Status* dst, const EP_Status& src) {
+  if (dst == EP_STATUS_IGNORE) return;
+  dst->EP_SOURCE = src.EP_SOURCE;
+  dst->EP_TAG = src.EP_TAG;
+  dst->ep_cancelled_ = src.ep_cancelled_;
+  dst->ep_bytes_ = src.ep_bytes_;
+}
+// The status of a null or inactive request, or of a probe of EP_PROC_NULL (less its
+// source): any source, any tag, count 0; EP_ERROR untouched.
+inline void empty_status(EP_Status* st) {
+  if (st == EP_STATUS_IGNORE) return;
+  st->EP_SOURCE = EP_ANY_SOURCE;
+  st->EP_TAG = EP_ANY_TAG;
+  st->ep_cancelled_ = 0;
+  st->ep_bytes_ = 0;
 }
 
 inline ep::progress::Policy policy() { return runtime()->config.progress_policy; }

@@ -86,18 +86,7 @@ inline int check_recv_tag(Endpoint* ep, int tag, const char* call) {
   return recv_tag_error(ep, tag, call);
 }
 
-void empty_status(EP_Status* st) {
-  if (st == EP_STATUS_IGNORE) return;
-  st->EP_SOURCE = EP_ANY_SOURCE;
-  st->EP_TAG = EP_ANY_TAG;
-  st->EP_ERROR = EP_SUCCESS;
-  st->ep_cancelled_ = 0;
-  st->ep_bytes_ = 0;
-}
-
-void copy_status(const Request* r, EP_Status* st) {
-  if (st != EP_STATUS_IGNORE) *st = r->status;
-}
+void copy_status(const Request* r, EP_Status* st) { write_status(st, r->status); }
 
 [[gnu::always_inline]] inline int send_checks(Endpoint* ep, const void* buf, int count,
                                               MPI_Datatype type, int dest, int tag, TypeInfo* ti,
@@ -135,11 +124,14 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
 
 // Completes a finished request: status out, reference dropped, handle nulled.  A
 // generalized request runs its query_fn and free_fn here (the completing call).
+// The caller's EP_ERROR is left alone (write_status); the multi-completion calls
+// write it themselves when they return EP_ERR_IN_STATUS.
 int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   Request* r = reinterpret_cast<Request*>(*handle_ptr);
   if (r->kind == ep::runtime::RequestKind::kGrequest) {
     EP_Status local;
-    int err = ep::runtime::grequest_finish(r, st != EP_STATUS_IGNORE ? st : &local);
+    int err = ep::runtime::grequest_finish(r, &local);
+    write_status(st, local);
     *handle_ptr = EP_REQUEST_NULL;
     if (err != EP_SUCCESS) {
       fail(err, call, "a callback of a generalized request returned %d", err);
@@ -153,11 +145,24 @@ int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   return err;
 }
 
+// A handle the caller checked with as_request (or a validated array's entry).
 Request* req_of(EP_Request h) { return reinterpret_cast<Request*>(h); }
 
+[[gnu::cold]] int request_error(EP_Request h, const char* call, const char* arg) {
+  return fail(EP_ERR_REQUEST, call, "%s is %s", arg,
+              h == EP_REQUEST_NULL ? "EP_REQUEST_NULL" : "not a valid request handle");
+}
+
+// An array argument of the Wait/Test family: its length, the array, every handle in it
+// (EP_REQUEST_NULL allowed).
 int check_requests(int n, EP_Request reqs[], const char* call) {
   if (n < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", n);
   if (n > 0 && reqs == nullptr) return fail(EP_ERR_ARG, call, "array of requests is NULL");
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] != EP_REQUEST_NULL && as_request(reqs[i]) == nullptr) {
+      return fail(EP_ERR_REQUEST, call, "requests[%d] is not a valid request handle", i);
+    }
+  }
   return EP_SUCCESS;
 }
 
@@ -194,7 +199,9 @@ int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status,
     if (status) status->EP_SOURCE = EP_PROC_NULL;
     return EP_SUCCESS;
   }
-  *flag = ep::runtime::probe(source, tag, ep, status, nullptr);
+  EP_Status found;
+  *flag = ep::runtime::probe(source, tag, ep, &found, nullptr);
+  if (*flag) write_status(status, found);
   return EP_SUCCESS;
 }
 
@@ -215,7 +222,10 @@ int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* messa
     return EP_SUCCESS;
   }
   ep::runtime::Envelope* env = nullptr;
-  *flag = ep::runtime::probe(source, tag, ep, status, &env);
+  EP_Status found;
+  *flag = ep::runtime::probe(source, tag, ep, &found, &env);
+  if (*flag) write_status(status, found);
+  if (*flag) env->magic = ep::runtime::Envelope::kMessageMagic;
   *message = *flag ? reinterpret_cast<EP_Message>(env) : EP_MESSAGE_NULL;
   return EP_SUCCESS;
 }
@@ -224,8 +234,12 @@ int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message, EP
                 const char* call) {
   EP_CHECK_INIT(call);
   if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
-  if (message == nullptr || *message == EP_MESSAGE_NULL) {
-    return fail(EP_ERR_REQUEST, call, "message is EP_MESSAGE_NULL");
+  if (message == nullptr) return fail(EP_ERR_ARG, call, "message is NULL");
+  auto* env = reinterpret_cast<ep::runtime::Envelope*>(*message);
+  if (*message != EP_MESSAGE_NO_PROC &&
+      (!plausible_handle(env) || env->magic != ep::runtime::Envelope::kMessageMagic)) {
+    return fail(EP_ERR_REQUEST, call, "message is %s",
+                *message == EP_MESSAGE_NULL ? "EP_MESSAGE_NULL" : "not a valid message handle");
   }
   TypeInfo ti;
   int err = check_buffer(buf, count, type, &ti, call);
@@ -234,8 +248,8 @@ int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message, EP
   if (*message == EP_MESSAGE_NO_PROC) {
     r = ep::runtime::post_recv(buf, count, type, ti, EP_PROC_NULL, EP_ANY_TAG, nullptr);
   } else {
-    r = ep::runtime::post_mrecv(buf, count, type, ti,
-                                reinterpret_cast<ep::runtime::Envelope*>(*message));
+    env->magic = 0;  // taken: the handle is spent
+    r = ep::runtime::post_mrecv(buf, count, type, ti, env);
   }
   *message = EP_MESSAGE_NULL;
   *request = reinterpret_cast<EP_Request>(r);
@@ -263,20 +277,27 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
   int err = check_requests(count, requests, call);
   if (err != EP_SUCCESS) return err;
   bool any_error = false;
-  // The array's requests are ours until we return (see "Completed by its waiter" in
-  // runtime/request.h).
-  ep::runtime::WaitScope scope(requests, count);
-  for (int i = 0; i < count; ++i) {
-    EP_Status st;
-    if (requests[i] == EP_REQUEST_NULL) {
-      empty_status(&st);
-    } else {
-      ep::runtime::request_wait(req_of(requests[i]), policy());
-      any_error |= finish(&requests[i], &st, call) != EP_SUCCESS;
+  std::vector<int> codes(static_cast<size_t>(count), EP_SUCCESS);
+  {
+    // The array's requests are ours until we return (see "Completed by its waiter" in
+    // runtime/request.h).
+    ep::runtime::WaitScope scope(requests, count);
+    for (int i = 0; i < count; ++i) {
+      EP_Status* st = statuses != EP_STATUSES_IGNORE ? &statuses[i] : EP_STATUS_IGNORE;
+      if (requests[i] == EP_REQUEST_NULL) {
+        empty_status(st);
+      } else {
+        ep::runtime::request_wait(req_of(requests[i]), policy());
+        codes[i] = finish(&requests[i], st, call);
+        any_error |= codes[i] != EP_SUCCESS;
+      }
     }
-    if (statuses != EP_STATUSES_IGNORE) statuses[i] = st;
   }
-  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status") : EP_SUCCESS;
+  if (!any_error) return EP_SUCCESS;
+  if (statuses != EP_STATUSES_IGNORE) {
+    for (int i = 0; i < count; ++i) statuses[i].EP_ERROR = codes[i];
+  }
+  return fail(EP_ERR_IN_STATUS, call, "a request failed; see its status");
 }
 
 int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Status* status,
@@ -312,17 +333,22 @@ int testsome_impl(int incount, EP_Request requests[], int* outcount, int indices
   }
   bool all_null = true, any_error = false;
   int n = 0;
+  std::vector<int> codes;
   for (int i = 0; i < incount; ++i) {
     if (requests[i] == EP_REQUEST_NULL) continue;
     all_null = false;
     if (!ep::runtime::request_test(req_of(requests[i]))) continue;
-    EP_Status st;
-    any_error |= finish(&requests[i], &st, call) != EP_SUCCESS;
-    if (statuses != EP_STATUSES_IGNORE) statuses[n] = st;
+    codes.push_back(finish(&requests[i], statuses != EP_STATUSES_IGNORE ? &statuses[n] : nullptr,
+                           call));
+    any_error |= codes.back() != EP_SUCCESS;
     indices[n++] = i;
   }
   *outcount = all_null ? EP_UNDEFINED : n;
-  return any_error ? fail(EP_ERR_IN_STATUS, call, "a request failed; see its status") : EP_SUCCESS;
+  if (!any_error) return EP_SUCCESS;
+  if (statuses != EP_STATUSES_IGNORE) {
+    for (int k = 0; k < n; ++k) statuses[k].EP_ERROR = codes[k];
+  }
+  return fail(EP_ERR_IN_STATUS, call, "a request failed; see its status");
 }
 
 int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
@@ -332,7 +358,8 @@ int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
     empty_status(status);
     return EP_SUCCESS;
   }
-  Request* r = req_of(*request);
+  Request* r = as_request(*request);
+  if (r == nullptr) return request_error(*request, call, "request");
   ep::runtime::request_wait(r, policy());
   EP_Errhandler eh = r->errhandler;
   int err = finish(request, status, call);
@@ -427,6 +454,9 @@ int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler* eh) {
 int EP_Error_string(int code, char* string, int* resultlen) {
   if (string == nullptr || resultlen == nullptr) {
     return fail(EP_ERR_ARG, "EP_Error_string", "string or resultlen is NULL");
+  }
+  if (code < EP_SUCCESS || code >= EP_ERR_LASTCODE) {
+    return fail(EP_ERR_ARG, "EP_Error_string", "code %d is not an EP_* error code", code);
   }
   std::string s = ep::runtime::error_string(code);
   size_t n = s.size() < EP_MAX_ERROR_STRING - 1 ? s.size() : EP_MAX_ERROR_STRING - 1;
@@ -616,26 +646,29 @@ int EP_Comm_group(EP_Comm comm, EP_Group* group) {
 
 int EP_Group_size(EP_Group group, int* size) {
   EP_CHECK_INIT("EP_Group_size");
-  if (group == EP_GROUP_NULL) return fail(EP_ERR_GROUP, "EP_Group_size", "group is EP_GROUP_NULL");
+  ep_group_s* g = as_group(group);
+  if (g == nullptr) return group_error(group, "EP_Group_size", "group");
   if (size == nullptr) return fail(EP_ERR_ARG, "EP_Group_size", "size is NULL");
-  *size = static_cast<int>(group->g.members.size());
+  *size = static_cast<int>(g->g.members.size());
   return EP_SUCCESS;
 }
 
 int EP_Group_rank(EP_Group group, int* rank) {
   EP_CHECK_INIT("EP_Group_rank");
-  if (group == EP_GROUP_NULL) return fail(EP_ERR_GROUP, "EP_Group_rank", "group is EP_GROUP_NULL");
+  ep_group_s* g = as_group(group);
+  if (g == nullptr) return group_error(group, "EP_Group_rank", "group");
   if (rank == nullptr) return fail(EP_ERR_ARG, "EP_Group_rank", "rank is NULL");
-  *rank = group->g.my_rank;
+  *rank = g->g.my_rank;
   return EP_SUCCESS;
 }
 
 int EP_Group_free(EP_Group* group) {
   EP_CHECK_INIT("EP_Group_free");
-  if (group == nullptr || *group == EP_GROUP_NULL) {
-    return fail(EP_ERR_GROUP, "EP_Group_free", "group is EP_GROUP_NULL");
-  }
-  delete *group;
+  if (group == nullptr) return fail(EP_ERR_ARG, "EP_Group_free", "group is NULL");
+  ep_group_s* g = as_group(*group);
+  if (g == nullptr) return group_error(*group, "EP_Group_free", "group");
+  g->magic = 0;
+  delete g;
   *group = EP_GROUP_NULL;
   return EP_SUCCESS;
 }
@@ -644,9 +677,8 @@ int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Grou
                              int ranks2[]) {
   const char* call = "EP_Group_translate_ranks";
   EP_CHECK_INIT(call);
-  if (group1 == EP_GROUP_NULL || group2 == EP_GROUP_NULL) {
-    return fail(EP_ERR_GROUP, call, "%s is EP_GROUP_NULL", group1 ? "group2" : "group1");
-  }
+  if (as_group(group1) == nullptr) return group_error(group1, call, "group1");
+  if (as_group(group2) == nullptr) return group_error(group2, call, "group2");
   if (n < 0) return fail(EP_ERR_COUNT, call, "n %d is negative", n);
   if (n > 0 && (ranks1 == nullptr || ranks2 == nullptr)) {
     return fail(EP_ERR_ARG, call, "ranks1 or ranks2 is NULL");
@@ -710,7 +742,8 @@ int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP
   Endpoint* ep = nullptr;
   const TypeInfo* ti = nullptr;
   if (runtime() != nullptr && (ep = as_endpoint(comm)) != nullptr && count >= 0 &&
-      (ti = ep::runtime::described_builtin(type)) != nullptr && (buf != nullptr || count == 0) &&
+      (ti = ep::runtime::described_builtin(type)) != nullptr &&
+      (buf != nullptr || count == 0) && buf != EP_IN_PLACE &&
       is_peer_rank(ep, dest) && is_send_tag(ep, tag)) {
     Entry guard(ep);
     if (guard.ok() && ep::runtime::send_small_remote(buf, count, *ti, dest, tag, ep)) {
@@ -844,6 +877,7 @@ int EP_Buffer_attach(void* buffer, int size) {
   if (buffer == nullptr && size > 0) {
     return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "buffer is NULL but size is %d", size);
   }
+  if (buffer == EP_IN_PLACE) return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "buffer is EP_IN_PLACE");
   if (!runtime()->bsend.attach(buffer, size)) {
     return fail(EP_ERR_BUFFER, "EP_Buffer_attach", "a buffer is already attached");
   }
@@ -915,7 +949,8 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
     empty_status(status);
     return EP_SUCCESS;
   }
-  Request* r = req_of(*request);
+  Request* r = as_request(*request);
+  if (r == nullptr) return request_error(*request, "EP_Test", "request");
   *flag = ep::runtime::request_test(r);
   if (!*flag) return EP_SUCCESS;
   EP_Errhandler eh = r->errhandler;
@@ -967,10 +1002,9 @@ int EP_Waitsome(int incount, EP_Request requests[], int* outcount, int indices[]
 
 int EP_Request_free(EP_Request* request) {
   EP_CHECK_INIT("EP_Request_free");
-  if (request == nullptr || *request == EP_REQUEST_NULL) {
-    return fail(EP_ERR_REQUEST, "EP_Request_free", "request is EP_REQUEST_NULL");
-  }
-  Request* r = req_of(*request);
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Request_free", "request is NULL");
+  Request* r = as_request(*request);
+  if (r == nullptr) return request_error(*request, "EP_Request_free", "request");
   *request = EP_REQUEST_NULL;
   if (r->kind == ep::runtime::RequestKind::kGrequest) {
     int err = ep::runtime::grequest_free(r);  // free_fn now if already complete
@@ -985,10 +1019,9 @@ int EP_Request_free(EP_Request* request) {
 
 int EP_Cancel(EP_Request* request) {
   EP_CHECK_INIT("EP_Cancel");
-  if (request == nullptr || *request == EP_REQUEST_NULL) {
-    return fail(EP_ERR_REQUEST, "EP_Cancel", "request is EP_REQUEST_NULL");
-  }
-  Request* r = req_of(*request);
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Cancel", "request is NULL");
+  Request* r = as_request(*request);
+  if (r == nullptr) return request_error(*request, "EP_Cancel", "request");
   if (r->kind == ep::runtime::RequestKind::kGrequest) {
     int err = ep::runtime::grequest_cancel(r);
     if (err != EP_SUCCESS) {
@@ -1017,13 +1050,14 @@ int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
     empty_status(status);
     return EP_SUCCESS;
   }
-  Request* r = req_of(request);
+  Request* r = as_request(request);
+  if (r == nullptr) return request_error(request, "EP_Request_get_status", "request");
   *flag = ep::runtime::request_done(r);
   if (*flag && r->kind == ep::runtime::RequestKind::kGrequest) {
     // query_fn on every call that finds it complete; the request stays alive.
     EP_Status local;
-    EP_Status* st = status != EP_STATUS_IGNORE ? status : &local;
-    int err = ep::runtime::grequest_query(r, st);
+    int err = ep::runtime::grequest_query(r, &local);
+    write_status(status, local);
     if (err != EP_SUCCESS) {
       return fail(err, "EP_Request_get_status", "query_fn of the generalized request returned %d",
                   err);

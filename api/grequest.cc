@@ -20,6 +20,10 @@ int EP_Grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_fun
   const char* call = "EP_Grequest_start";
   EP_CHECK_INIT(call);
   if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
+  if (query_fn == nullptr || free_fn == nullptr || cancel_fn == nullptr) {
+    return fail(EP_ERR_ARG, call, "%s is NULL",
+                query_fn == nullptr ? "query_fn" : free_fn == nullptr ? "free_fn" : "cancel_fn");
+  }
   Request* r = ep::runtime::grequest_start(query_fn, free_fn, cancel_fn, extra_state);
   *request = reinterpret_cast<EP_Request>(r);
   return EP_SUCCESS;
@@ -29,8 +33,8 @@ int EP_Grequest_complete(EP_Request request) {
   const char* call = "EP_Grequest_complete";
   EP_CHECK_INIT(call);
   if (request == EP_REQUEST_NULL) return fail(EP_ERR_REQUEST, call, "request is EP_REQUEST_NULL");
-  auto* r = reinterpret_cast<Request*>(request);
-  if (r->kind != ep::runtime::RequestKind::kGrequest) {
+  Request* r = as_request(request);
+  if (r == nullptr || r->kind != ep::runtime::RequestKind::kGrequest) {
     return fail(EP_ERR_REQUEST, call, "request is not a generalized request");
   }
   if ((r->greq_flags.load(std::memory_order_relaxed) & ep::runtime::kGreqCompleted) != 0) {

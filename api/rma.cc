@@ -16,7 +16,7 @@ using ep::rma::Win;
 
 Win* as_win(EP_Win h) {
   auto* w = reinterpret_cast<Win*>(h);
-  return (w != nullptr && w->magic == Win::kMagic) ? w : nullptr;
+  return (plausible_handle(w) && w->magic == Win::kMagic) ? w : nullptr;
 }
 
 int handle_win(Win* w, int code) { return handle(w->errhandler, code); }
@@ -47,6 +47,7 @@ int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* bas
   if (size < 0)
     return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
   if (disp_unit <= 0) return fail(EP_ERR_ARG, call, "disp_unit %d is not positive", disp_unit);
+  if (base_needed && base == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "base is EP_IN_PLACE");
   if (base_needed && base == nullptr && size > 0) {
     return fail(EP_ERR_BUFFER, call, "base is NULL but size is %lld", static_cast<long long>(size));
   }
@@ -57,6 +58,7 @@ int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* bas
 int check_data(const void* buf, int count, MPI_Datatype type, const char* call,
                const char* count_arg, const char* type_arg, const char* buf_arg) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "%s %d is negative", count_arg, count);
+  if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "%s is EP_IN_PLACE", buf_arg);
   TypeInfo ti;
   int err = check_type(type, &ti, call, type_arg);
   if (err != EP_SUCCESS) return err;
@@ -109,8 +111,10 @@ int run_op(EP_Win win, const OpArgs& a, const char* call) {
                      get ? "origin_datatype" : "result_datatype",
                      get ? "origin_addr" : "result_addr");
   }
-  if (err == EP_SUCCESS && a.kind == OpKind::kCas && a.cbuf == nullptr) {
-    err = fail(EP_ERR_BUFFER, call, "compare_addr is NULL");
+  if (err == EP_SUCCESS && a.kind == OpKind::kCas &&
+      (a.cbuf == nullptr || a.cbuf == EP_IN_PLACE)) {
+    err = fail(EP_ERR_BUFFER, call, "compare_addr is %s",
+               a.cbuf == nullptr ? "NULL" : "EP_IN_PLACE");
   }
   if (err == EP_SUCCESS && a.tcount < 0) {
     err = fail(EP_ERR_COUNT, call, "target_count %d is negative", a.tcount);

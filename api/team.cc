@@ -16,7 +16,7 @@ using ep::runtime::Team;
 
 Team* as_team(EP_Team t) {
   auto* team = reinterpret_cast<Team*>(t);
-  return (team != nullptr && team->magic == Team::kMagic) ? team : nullptr;
+  return (plausible_handle(team) && team->magic == Team::kMagic) ? team : nullptr;
 }
 
 #define EP_GET_TEAM(team, handle, call)                                                 \

@@ -124,6 +124,18 @@ bool Engine::try_progress(const std::atomic<uint32_t>* watch, uint32_t mask) {
   return work;
 }
 
+bool Engine::progress_now() {
+  Backoff backoff(policy_);
+  while (!take_baton()) {
+    const int64_t ns = backoff.pause();
+    if (ns > 0) futex_wait(wake_word_, wake_word_.load(std::memory_order_relaxed), ns);
+  }
+  lazy_passes_ = kLazyTestPasses;  // test_active tests now
+  const bool work = pass();
+  release_baton();
+  return work;
+}
+
 bool Engine::poll_quietly(const std::atomic<uint32_t>* watch, uint32_t mask) {
   for (int k = 0; k < kQuietPolls; ++k) {
     // relaxed: queued_ is a hint (the next pass drains whatever it finds); the watched
@@ -413,7 +425,7 @@ bool Engine::test_active() {
   if (requests_.empty()) return false;
   // Sends that only free their buffer when done are nobody's wait: test them every
   // kLazyTestPasses passes (or once many piled up), not in every pass of a waiter.
-  if (waited_ == 0 && ++lazy_passes_ < kLazyTestPasses && requests_.size() < 64) return false;
+  if (waited_ == 0 && lazy_passes_++ < kLazyTestPasses && requests_.size() < 64) return false;
   lazy_passes_ = 0;
   int n = static_cast<int>(requests_.size());
   indices_.resize(n);

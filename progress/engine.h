@@ -312,6 +312,10 @@ class Engine {
   bool try_progress(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   // True while some thread runs a pass (a hint: it may end at any moment).
   bool baton_held() const { return baton_.load(std::memory_order_relaxed) != 0; }
+  // Runs one pass that tests every outstanding MPI request (none is left for a later
+  // pass), waiting until the baton is free if another thread holds it.  True if the
+  // pass made progress.  Buffered sends reclaim their space with it (runtime/bsend.h).
+  bool progress_now();
   // Like try_progress, but only starts queued commands (a sender pushing its own
   // message out; probing and testing are left to waiters and the progress thread).
   bool try_start_commands();

@@ -36,6 +36,11 @@ bool BsendBuffer::attached() const {
   return base_ != nullptr;
 }
 
+bool BsendBuffer::in_use() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !used_.empty();
+}
+
 void* BsendBuffer::allocate(int64_t bytes) {
   int64_t need = (bytes + EP_BSEND_OVERHEAD + 15) & ~int64_t{15};
   std::lock_guard<std::mutex> lock(mu_);

@@ -25,6 +25,8 @@ class BsendBuffer {
   void* allocate(int64_t bytes);
   void release(void* segment);
   bool attached() const;
+  // True while some segment is allocated (a buffered message has not left yet).
+  bool in_use() const;
 
  private:
   mutable std::mutex mu_;

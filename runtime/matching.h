@@ -103,6 +103,11 @@ namespace ep::runtime {
 
 // One message as the matcher sees it.
 struct Envelope {
+  // An envelope handed out as an EP_Message (a matched probe's) carries kMessageMagic
+  // here until EP_Mrecv/EP_Imrecv takes it; first, as in every handle object
+  // (api/entry.h, handle validation).  Other envelopes leave it unset.
+  static constexpr uint32_t kMessageMagic = 0x3e55a6e1;
+  uint32_t magic;
   enum Kind : uint8_t {
     kEager,       // payload bytes at `data`, owned (free `block` when consumed)
     kLocalRndv,   // payload still in the sender's buffer (same process); `sreq` completes

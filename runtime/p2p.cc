@@ -12,6 +12,9 @@
 namespace ep::runtime {
 namespace {
 
+// Passes of progress a buffered send runs to reclaim space before it fails.
+constexpr int kBsendReclaimPasses = 4;
+
 TypeInfo packed_info() {
   TypeInfo ti;
   ti.size = 1;
@@ -177,6 +180,15 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   Request* bsend_req = nullptr;
   if (mode == SendMode::kBuffered) {
     void* segment = rt->bsend.allocate(bytes);
+    // MPI 3.1 section 3.6.2's model: before reporting the buffer full, reclaim the
+    // space of buffered messages that have left, progressing the transfers that can
+    // complete (passes that test every outstanding MPI request; one may find a data
+    // send finished whose completion the engine had not looked at yet).
+    for (int pass = 0; segment == nullptr && pass < kBsendReclaimPasses && rt->bsend.in_use();
+         ++pass) {
+      rt->engine.progress_now();
+      segment = rt->bsend.allocate(bytes);
+    }
     if (segment == nullptr) {
       return fail(EP_ERR_BUFFER, call,
                   rt->bsend.attached()

@@ -64,6 +64,8 @@ struct HelpJob {
 class Team {
  public:
   static constexpr uint32_t kMagic = 0x7ea70b5e;
+  // First, as in every handle object (api/entry.h, handle validation); 0 once freed.
+  uint32_t magic = kMagic;
 
   Team(int maxsize, bool balanced) : maxsize_(maxsize), balanced_(balanced) {}
 
@@ -91,8 +93,6 @@ class Team {
 
   void ref() { refs_.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a holder exists
   void unref();
-
-  uint32_t magic = kMagic;
 
  private:
   // Departs the calling member (under mu_); closes the epoch if it was the last.

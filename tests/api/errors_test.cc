@@ -509,6 +509,129 @@ TEST(RequestErrors, WaitOfNullRequestSucceedsWithEmptyStatus) {
   EXPECT_EQ(index, EP_UNDEFINED);
 }
 
+// MPI 3.1 section 3.2.5: EP_ERROR is written only by the multi-completion calls, and only
+// when they return EP_ERR_IN_STATUS; every other call that fills a status leaves it as
+// the caller set it (API.md, clarifications).  Each endpoint receives from its left
+// neighbour (another process when there are several) with every receive and probe form.
+TEST(StatusError, OnlyMultiCompletionCallsReturningErrInStatusWriteEpError) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
+    int rank = 0, size = 0;
+    EP_Comm_rank(comm, &rank);
+    EP_Comm_size(comm, &size);
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    constexpr int kSentinel = 0x7eadbeef;
+    const int kMsgs = 10;  // tags 60..69, each received once below
+    std::vector<int> out(kMsgs);
+    for (int i = 0; i < kMsgs; ++i) out[i] = rank * 100 + i;
+    std::vector<EP_Request> sends(kMsgs);
+    for (int i = 0; i < kMsgs; ++i) {
+      ASSERT_EQ(EP_Isend(&out[i], 1, MPI_INT, right, 60 + i, comm, &sends[i]), EP_SUCCESS);
+    }
+    auto fresh = [] {
+      EP_Status st{};
+      st.EP_ERROR = kSentinel;
+      return st;
+    };
+    int v = -1, flag = 0;
+    EP_Status st = fresh();
+    ASSERT_EQ(EP_Recv(&v, 1, MPI_INT, left, 60, comm, &st), EP_SUCCESS);
+    EXPECT_EQ(v, left * 100);
+    EXPECT_EQ(st.EP_SOURCE, left);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Recv";
+    st = fresh();
+    ASSERT_EQ(EP_Probe(left, 61, comm, &st), EP_SUCCESS);
+    EXPECT_EQ(st.EP_TAG, 61);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Probe";
+    st = fresh();
+    do {
+      ASSERT_EQ(EP_Iprobe(left, 61, comm, &flag, &st), EP_SUCCESS);
+    } while (!flag);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Iprobe";
+    EP_Message msg = EP_MESSAGE_NULL;
+    st = fresh();
+    ASSERT_EQ(EP_Mprobe(left, 61, comm, &msg, &st), EP_SUCCESS);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Mprobe";
+    st = fresh();
+    ASSERT_EQ(EP_Mrecv(&v, 1, MPI_INT, &msg, &st), EP_SUCCESS);
+    EXPECT_EQ(v, left * 100 + 1);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Mrecv";
+    st = fresh();
+    do {
+      ASSERT_EQ(EP_Improbe(left, 62, comm, &flag, &msg, &st), EP_SUCCESS);
+    } while (!flag);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Improbe";
+    EP_Request r = EP_REQUEST_NULL;
+    ASSERT_EQ(EP_Imrecv(&v, 1, MPI_INT, &msg, &r), EP_SUCCESS);
+    st = fresh();
+    ASSERT_EQ(EP_Wait(&r, &st), EP_SUCCESS);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Wait";
+    ASSERT_EQ(EP_Irecv(&v, 1, MPI_INT, left, 63, comm, &r), EP_SUCCESS);
+    st = fresh();
+    do {
+      ASSERT_EQ(EP_Test(&r, &flag, &st), EP_SUCCESS);
+    } while (!flag);
+    EXPECT_EQ(v, left * 100 + 3);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Test";
+    ASSERT_EQ(EP_Irecv(&v, 1, MPI_INT, left, 64, comm, &r), EP_SUCCESS);
+    st = fresh();
+    int index = -1;
+    ASSERT_EQ(EP_Waitany(1, &r, &index, &st), EP_SUCCESS);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Waitany";
+    ASSERT_EQ(EP_Irecv(&v, 1, MPI_INT, left, 65, comm, &r), EP_SUCCESS);
+    st = fresh();
+    ASSERT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
+    st = fresh();
+    ASSERT_EQ(EP_Request_get_status(EP_REQUEST_NULL, &flag, &st), EP_SUCCESS);
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Request_get_status";
+    st = fresh();
+    ASSERT_EQ(EP_Wait(&r, &st), EP_SUCCESS);  // a null request: an empty status
+    EXPECT_EQ(st.EP_ERROR, kSentinel) << "EP_Wait of EP_REQUEST_NULL";
+    // A successful EP_Waitall, EP_Testall, EP_Waitsome: EP_ERROR untouched.
+    EP_Request two[2];
+    int vv[2];
+    ASSERT_EQ(EP_Irecv(&vv[0], 1, MPI_INT, left, 66, comm, &two[0]), EP_SUCCESS);
+    ASSERT_EQ(EP_Irecv(&vv[1], 1, MPI_INT, left, 67, comm, &two[1]), EP_SUCCESS);
+    EP_Status sts[2] = {fresh(), fresh()};
+    ASSERT_EQ(EP_Waitall(2, two, sts), EP_SUCCESS);
+    EXPECT_EQ(sts[0].EP_ERROR, kSentinel) << "EP_Waitall";
+    EXPECT_EQ(sts[1].EP_ERROR, kSentinel) << "EP_Waitall";
+    EXPECT_EQ(sts[1].EP_TAG, 67);
+    ASSERT_EQ(EP_Irecv(&vv[0], 1, MPI_INT, left, 68, comm, &two[0]), EP_SUCCESS);
+    sts[0] = fresh();
+    int outcount = 0, indices[2];
+    do {
+      ASSERT_EQ(EP_Testsome(1, two, &outcount, indices, sts), EP_SUCCESS);
+    } while (outcount == 0);
+    EXPECT_EQ(sts[0].EP_ERROR, kSentinel) << "EP_Testsome";
+    // A failing EP_Waitall writes every status's EP_ERROR, EP_SUCCESS included.
+    int small_in = 0;
+    ASSERT_EQ(EP_Irecv(&vv[0], 1, MPI_INT, left, 69, comm, &two[0]), EP_SUCCESS);
+    ASSERT_EQ(EP_Irecv(&small_in, 0, MPI_INT, left, 75, comm, &two[1]), EP_SUCCESS);
+    int big_out[2] = {1, 2};
+    EP_Request extra;
+    ASSERT_EQ(EP_Isend(big_out, 2, MPI_INT, right, 75, comm, &extra), EP_SUCCESS);
+    sts[0] = fresh();
+    sts[1] = fresh();
+    EXPECT_EQ(EP_Waitall(2, two, sts), EP_ERR_IN_STATUS);
+    EXPECT_EQ(sts[0].EP_ERROR, EP_SUCCESS);
+    EXPECT_EQ(sts[1].EP_ERROR, EP_ERR_TRUNCATE);
+    ASSERT_EQ(EP_Waitall(kMsgs, sends.data(), EP_STATUSES_IGNORE), EP_SUCCESS);
+    ASSERT_EQ(EP_Wait(&extra, EP_STATUS_IGNORE), EP_SUCCESS);
+  });
+}
+
+TEST(ErrorString, CodeThatIsNoEpCodeIsErrArg) {
+  char s[EP_MAX_ERROR_STRING];
+  int len = 0;
+  for (int code : {-1, static_cast<int>(EP_ERR_LASTCODE), 12345, INT32_MIN}) {
+    expect_error(EP_Error_string(code, s, &len), EP_ERR_ARG, "EP_Error_string", "code",
+                 std::to_string(code));
+  }
+  ASSERT_EQ(EP_Error_string(EP_ERR_OTHER, s, &len), EP_SUCCESS);
+  ASSERT_EQ(EP_Error_string(EP_SUCCESS, s, &len), EP_SUCCESS);
+  EXPECT_NE(std::string(s, len).find("EP_SUCCESS"), std::string::npos);
+}
+
 TEST(RequestErrors, NegativeArrayLengthIsErrCount) {
   EP_Request reqs[1] = {EP_REQUEST_NULL};
   EP_Status sts[1];
@@ -570,7 +693,8 @@ TEST(Truncation, TooSmallRecvIsErrTruncateAndDeliversTheFirstBytes) {
         }
         EXPECT_EQ(st.EP_SOURCE, s) << where;
         EXPECT_EQ(st.EP_TAG, large ? 22 : 21) << where;
-        EXPECT_EQ(st.EP_ERROR, EP_ERR_TRUNCATE) << where;
+        // Returned, not written into the status (MPI 3.1 section 3.2.5).
+        EXPECT_EQ(st.EP_ERROR, garbage_status().EP_ERROR) << where;
       }
     }
     std::vector<EP_Status> sts(sends.size());
@@ -595,10 +719,10 @@ TEST(Truncation, IrecvWaitIsErrTruncateAcrossProcesses) {
       ASSERT_EQ(EP_Irecv(in.data(), cap, MPI_BYTE, left, 23, comm, &rr), EP_SUCCESS);
       ASSERT_EQ(EP_Isend(out.data(), static_cast<int>(n), MPI_BYTE, right, 23, comm, &sr),
                 EP_SUCCESS);
-      EP_Status st;
+      EP_Status st = garbage_status();
       expect_error(EP_Wait(&rr, &st), EP_ERR_TRUNCATE, "EP_Wait", "buffer", "", std::to_string(n));
       EXPECT_EQ(rr, EP_REQUEST_NULL);
-      EXPECT_EQ(st.EP_ERROR, EP_ERR_TRUNCATE);
+      EXPECT_EQ(st.EP_ERROR, garbage_status().EP_ERROR);  // returned, not written
       EXPECT_EQ(st.EP_SOURCE, left);
       auto want = pattern(left, static_cast<int>(n), cap);
       EXPECT_TRUE(std::equal(want.begin(), want.end(), in.begin())) << n;

@@ -223,6 +223,79 @@ TEST_P(Errors, UncommittedDatatype) {
   });
 }
 
+// EP_IN_PLACE where MPI 3.1 forbids it is EP_ERR_BUFFER (API.md).  Each call below is
+// erroneous at every endpoint (for the rooted ones: the root passes EP_IN_PLACE where it
+// is forbidden at the root, the others pass it where only the root may), so every
+// endpoint must return the error at once, none may write anything, and the
+// communicator must still work.
+TEST_P(Errors, InPlaceWhereMpiForbidsIt) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int n = c.size;
+    const size_t len = static_cast<size_t>(4 * n) + 4;
+    std::vector<int> buf(len), rb(len);
+    for (size_t i = 0; i < len; ++i) {
+      buf[i] = c.me * 1000 + static_cast<int>(i);
+      rb[i] = -c.me - 1;
+    }
+    const std::vector<int> buf0 = buf, rb0 = rb;
+    std::vector<int> ones(static_cast<size_t>(n), 1), displs(static_cast<size_t>(n));
+    for (int q = 0; q < n; ++q) displs[static_cast<size_t>(q)] = q;
+    const int root = n - 1;
+    const bool at_root = c.rank == root;
+    void* ip = EP_IN_PLACE;
+    const std::string& w = c.what;
+    EP_Request rq = EP_REQUEST_NULL;
+    expect_error(EP_Allreduce(buf.data(), ip, 1, MPI_INT, MPI_SUM, c.comm), EP_ERR_BUFFER,
+                 "EP_Allreduce", w);
+    expect_error(EP_Allreduce(ip, ip, 1, MPI_INT, MPI_SUM, c.comm), EP_ERR_BUFFER, "EP_Allreduce",
+                 w);
+    expect_error(EP_Iallreduce(buf.data(), ip, 1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_BUFFER,
+                 "EP_Iallreduce", w);
+    expect_error(EP_Allgather(buf.data(), 1, MPI_INT, ip, 1, MPI_INT, c.comm), EP_ERR_BUFFER,
+                 "EP_Allgather", w);
+    expect_error(EP_Allgatherv(buf.data(), 1, MPI_INT, ip, ones.data(), displs.data(), MPI_INT,
+                               c.comm),
+                 EP_ERR_BUFFER, "EP_Allgatherv", w);
+    expect_error(EP_Bcast(ip, 1, MPI_INT, root, c.comm), EP_ERR_BUFFER, "EP_Bcast", w);
+    expect_error(EP_Ibcast(ip, 1, MPI_INT, root, c.comm, &rq), EP_ERR_BUFFER, "EP_Ibcast", w);
+    expect_error(EP_Alltoall(buf.data(), 1, MPI_INT, ip, 1, MPI_INT, c.comm), EP_ERR_BUFFER,
+                 "EP_Alltoall", w);
+    expect_error(EP_Alltoallv(buf.data(), ones.data(), displs.data(), MPI_INT, ip, ones.data(),
+                              displs.data(), MPI_INT, c.comm),
+                 EP_ERR_BUFFER, "EP_Alltoallv", w);
+    expect_error(EP_Reduce_scatter(buf.data(), ip, ones.data(), MPI_INT, MPI_SUM, c.comm),
+                 EP_ERR_BUFFER, "EP_Reduce_scatter", w);
+    expect_error(EP_Reduce_scatter_block(buf.data(), ip, 1, MPI_INT, MPI_SUM, c.comm),
+                 EP_ERR_BUFFER, "EP_Reduce_scatter_block", w);
+    expect_error(EP_Scan(buf.data(), ip, 1, MPI_INT, MPI_SUM, c.comm), EP_ERR_BUFFER, "EP_Scan", w);
+    expect_error(EP_Exscan(buf.data(), ip, 1, MPI_INT, MPI_SUM, c.comm), EP_ERR_BUFFER, "EP_Exscan",
+                 w);
+    // Rooted: the root's receive (or send) buffer, the others' send (or receive) buffer.
+    expect_error(EP_Reduce(at_root ? buf.data() : ip, at_root ? ip : rb.data(), 1, MPI_INT,
+                           MPI_SUM, root, c.comm),
+                 EP_ERR_BUFFER, "EP_Reduce", w);
+    expect_error(EP_Ireduce(at_root ? buf.data() : ip, at_root ? ip : rb.data(), 1, MPI_INT,
+                            MPI_SUM, root, c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Ireduce", w);
+    expect_error(EP_Gather(at_root ? buf.data() : ip, 1, MPI_INT, at_root ? ip : rb.data(), 1,
+                           MPI_INT, root, c.comm),
+                 EP_ERR_BUFFER, "EP_Gather", w);
+    expect_error(EP_Gatherv(at_root ? buf.data() : ip, 1, MPI_INT, at_root ? ip : rb.data(),
+                            ones.data(), displs.data(), MPI_INT, root, c.comm),
+                 EP_ERR_BUFFER, "EP_Gatherv", w);
+    expect_error(EP_Scatter(at_root ? ip : buf.data(), 1, MPI_INT, at_root ? rb.data() : ip, 1,
+                            MPI_INT, root, c.comm),
+                 EP_ERR_BUFFER, "EP_Scatter", w);
+    expect_error(EP_Scatterv(at_root ? ip : buf.data(), ones.data(), displs.data(), MPI_INT,
+                             at_root ? rb.data() : ip, 1, MPI_INT, root, c.comm),
+                 EP_ERR_BUFFER, "EP_Scatterv", w);
+    EXPECT_EQ(rq, EP_REQUEST_NULL) << w << ": a failed call returned a request";
+    EXPECT_EQ(buf, buf0) << w << ": a failed call wrote its send buffer";
+    EXPECT_EQ(rb, rb0) << w << ": a failed call wrote a receive buffer";
+    expect_still_works(c, 17);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, Errors,
                          ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved),
                          [](const ::testing::TestParamInfo<Lay>& info) {

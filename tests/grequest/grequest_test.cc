@@ -146,6 +146,17 @@ TEST(StatusHelpers, BadArgumentsAreErrors) {
 
 TEST(Grequest, StartAndCompleteArgumentErrors) {
   EXPECT_EQ(EP_Grequest_start(query_fn, free_fn, cancel_fn, nullptr, nullptr), EP_ERR_ARG);
+  // Every callback is required (API.md): a NULL one is EP_ERR_ARG naming it, and no
+  // request is made.
+  EP_Request r0 = EP_REQUEST_NULL;
+  EXPECT_EQ(EP_Grequest_start(nullptr, free_fn, cancel_fn, nullptr, &r0), EP_ERR_ARG);
+  EXPECT_NE(ep_test::last_error(EP_ERR_ARG).find("EP_Grequest_start: query_fn"), std::string::npos);
+  EXPECT_EQ(EP_Grequest_start(query_fn, nullptr, cancel_fn, nullptr, &r0), EP_ERR_ARG);
+  EXPECT_NE(ep_test::last_error(EP_ERR_ARG).find("EP_Grequest_start: free_fn"), std::string::npos);
+  EXPECT_EQ(EP_Grequest_start(query_fn, free_fn, nullptr, nullptr, &r0), EP_ERR_ARG);
+  EXPECT_NE(ep_test::last_error(EP_ERR_ARG).find("EP_Grequest_start: cancel_fn"),
+            std::string::npos);
+  EXPECT_EQ(r0, EP_REQUEST_NULL);
   EXPECT_EQ(EP_Grequest_complete(EP_REQUEST_NULL), EP_ERR_REQUEST);
   EXPECT_NE(ep_test::last_error(EP_ERR_REQUEST).find("EP_Grequest_complete"), std::string::npos);
   // A point-to-point request is not a generalized request.
@@ -253,9 +264,11 @@ TEST(Grequest, FreeRacingCompleteRunsFreeExactlyOnce) {
     static_cast<std::atomic<int>*>(extra)->fetch_add(1);
     return EP_SUCCESS;
   };
+  auto no_query = [](void*, EP_Status*) -> int { return EP_SUCCESS; };
+  auto no_cancel = [](void*, int) -> int { return EP_SUCCESS; };
   std::vector<EP_Request> reqs(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    ASSERT_EQ(EP_Grequest_start(nullptr, count_free, nullptr, &freed[i], &reqs[i]), EP_SUCCESS);
+    ASSERT_EQ(EP_Grequest_start(no_query, count_free, no_cancel, &freed[i], &reqs[i]), EP_SUCCESS);
   }
   std::vector<EP_Request> copies = reqs;
   std::atomic<int> go{0};
