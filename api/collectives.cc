@@ -28,8 +28,9 @@ int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request
     *request = reinterpret_cast<EP_Request>(r);
     return EP_SUCCESS;
   }
-  ep::runtime::request_wait(r, policy());
+  ep::runtime::request_wait(r);
   err = r->status.EP_ERROR;
+  if (r->mpi_error != MPI_SUCCESS) ep::runtime::report_mpi_failure(r, "the collective");
   ep::runtime::request_unref(r);
   return err;
 }

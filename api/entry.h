@@ -159,7 +159,6 @@ inline void empty_status(EP_Status* st) {
   st->ep_bytes_ = 0;
 }
 
-inline ep::progress::Policy policy() { return runtime()->config.progress_policy; }
 
 }  // namespace ep::api
 

@@ -140,6 +140,7 @@ int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   }
   copy_status(r, st);
   int err = r->status.EP_ERROR;
+  if (r->mpi_error != MPI_SUCCESS) ep::runtime::report_mpi_failure(r, call);
   ep::runtime::request_unref(r);
   *handle_ptr = EP_REQUEST_NULL;
   return err;
@@ -187,7 +188,9 @@ int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_
   return EP_SUCCESS;
 }
 
-int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status, const char* call) {
+// `block`: EP_Probe, which waits (runtime/wait.h) until a message matches.
+int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status, const char* call,
+                bool block = false) {
   EP_GET_COMM(ep, comm, call);
   int err = check_source(ep, source, call);
   if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
@@ -200,13 +203,14 @@ int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status,
     return EP_SUCCESS;
   }
   EP_Status found;
-  *flag = ep::runtime::probe(source, tag, ep, &found, nullptr);
+  *flag = block ? ep::runtime::probe_wait(source, tag, ep, &found, nullptr)
+                : ep::runtime::probe(source, tag, ep, &found, nullptr);
   if (*flag) write_status(status, found);
   return EP_SUCCESS;
 }
 
 int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* message,
-                 EP_Status* status, const char* call) {
+                 EP_Status* status, const char* call, bool block = false) {
   EP_GET_COMM(ep, comm, call);
   int err = check_source(ep, source, call);
   if (err == EP_SUCCESS) err = check_recv_tag(ep, tag, call);
@@ -223,7 +227,8 @@ int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* messa
   }
   ep::runtime::Envelope* env = nullptr;
   EP_Status found;
-  *flag = ep::runtime::probe(source, tag, ep, &found, &env);
+  *flag = block ? ep::runtime::probe_wait(source, tag, ep, &found, &env)
+                : ep::runtime::probe(source, tag, ep, &found, &env);
   if (*flag) write_status(status, found);
   if (*flag) env->magic = ep::runtime::Envelope::kMessageMagic;
   *message = *flag ? reinterpret_cast<EP_Message>(env) : EP_MESSAGE_NULL;
@@ -256,22 +261,6 @@ int imrecv_impl(void* buf, int count, MPI_Datatype type, EP_Message* message, EP
   return EP_SUCCESS;
 }
 
-// Repeats `attempt` (an EP_* error code) with the back-off policy until it fails or
-// `done` holds: the blocking forms of probe and the any/some waits.
-template <class Attempt, class Done>
-int poll_until(Attempt&& attempt, Done&& done) {
-  ep::progress::Backoff b(runtime() ? policy() : ep::progress::Policy::kAdaptive);
-  for (;;) {
-    int err = attempt();
-    if (err != EP_SUCCESS || done()) return err;
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 100000 ? ns : 100000};
-      nanosleep(&ts, nullptr);
-    }
-  }
-}
-
 int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const char* call) {
   EP_CHECK_INIT(call);
   int err = check_requests(count, requests, call);
@@ -287,7 +276,7 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
       if (requests[i] == EP_REQUEST_NULL) {
         empty_status(st);
       } else {
-        ep::runtime::request_wait(req_of(requests[i]), policy());
+        ep::runtime::request_wait(req_of(requests[i]));
         codes[i] = finish(&requests[i], st, call);
         any_error |= codes[i] != EP_SUCCESS;
       }
@@ -360,10 +349,13 @@ int wait_impl(EP_Request* request, EP_Status* status, const char* call) {
   }
   Request* r = as_request(*request);
   if (r == nullptr) return request_error(*request, call, "request");
-  ep::runtime::request_wait(r, policy());
+  ep::runtime::request_wait(r);
   EP_Errhandler eh = r->errhandler;
+  const bool mpi_failed = r->kind != ep::runtime::RequestKind::kGrequest && r->mpi_error != 0;
   int err = finish(request, status, call);
-  if (err == EP_ERR_TRUNCATE) fail(err, call, "the message was longer than the receive buffer");
+  if (err == EP_ERR_TRUNCATE && !mpi_failed) {
+    fail(err, call, "the message was longer than the receive buffer");
+  }
   return handle(eh, err);
 }
 
@@ -746,8 +738,9 @@ int EP_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP
       (buf != nullptr || count == 0) && buf != EP_IN_PLACE &&
       is_peer_rank(ep, dest) && is_send_tag(ep, tag)) {
     Entry guard(ep);
-    if (guard.ok() && ep::runtime::send_small_remote(buf, count, *ti, dest, tag, ep)) {
-      return EP_SUCCESS;
+    if (guard.ok()) {
+      const int rc = ep::runtime::send_small_remote(buf, count, *ti, dest, tag, ep);
+      if (rc != ep::runtime::kNotShort) return rc == EP_SUCCESS ? rc : handle(ep, rc);
     }
   }
   return send_general(buf, count, type, dest, tag, comm);
@@ -802,10 +795,11 @@ int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Com
   int err = recv_checks(ep, buf, count, type, source, tag, &ti, "EP_Recv");
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep, /*line_wait=*/true);
-  ep::runtime::request_wait(r, policy());
+  ep::runtime::request_wait(r);
   // finish() for a receive request that request_wait saw complete.
   err = r->status.EP_ERROR;
   copy_status(r, status);
+  if (r->mpi_error != MPI_SUCCESS) ep::runtime::report_mpi_failure(r, "EP_Recv");
   ep::runtime::request_recycle(r);
   if (err == EP_ERR_TRUNCATE) {
     fail(err, "EP_Recv", "the message is longer than the receive buffer (count %d, %lld bytes)",
@@ -844,8 +838,7 @@ int EP_Iprobe(int source, int tag, EP_Comm comm, int* flag, EP_Status* status) {
 
 int EP_Probe(int source, int tag, EP_Comm comm, EP_Status* status) {
   int flag = 0;
-  return poll_until([&] { return iprobe_impl(source, tag, comm, &flag, status, "EP_Probe"); },
-                    [&] { return flag != 0; });
+  return iprobe_impl(source, tag, comm, &flag, status, "EP_Probe", /*block=*/true);
 }
 
 int EP_Improbe(int source, int tag, EP_Comm comm, int* flag, EP_Message* message,
@@ -855,9 +848,7 @@ int EP_Improbe(int source, int tag, EP_Comm comm, int* flag, EP_Message* message
 
 int EP_Mprobe(int source, int tag, EP_Comm comm, EP_Message* message, EP_Status* status) {
   int flag = 0;
-  return poll_until(
-      [&] { return improbe_impl(source, tag, comm, &flag, message, status, "EP_Mprobe"); },
-      [&] { return flag != 0; });
+  return improbe_impl(source, tag, comm, &flag, message, status, "EP_Mprobe", /*block=*/true);
 }
 
 int EP_Imrecv(void* buf, int count, MPI_Datatype type, EP_Message* message, EP_Request* request) {
@@ -982,10 +973,12 @@ int EP_Testany(int count, EP_Request requests[], int* index, int* flag, EP_Statu
 }
 
 int EP_Waitany(int count, EP_Request requests[], int* index, EP_Status* status) {
-  int flag = 0;
-  return poll_until(
-      [&] { return testany_impl(count, requests, index, &flag, status, "EP_Waitany"); },
-      [&] { return flag != 0; });
+  for (;;) {
+    int flag = 0;
+    const int err = testany_impl(count, requests, index, &flag, status, "EP_Waitany");
+    if (err != EP_SUCCESS || flag != 0) return err;
+    ep::runtime::request_wait_any(reinterpret_cast<Request* const*>(requests), count);
+  }
 }
 
 int EP_Testsome(int incount, EP_Request requests[], int* outcount, int indices[],
@@ -995,9 +988,12 @@ int EP_Testsome(int incount, EP_Request requests[], int* outcount, int indices[]
 
 int EP_Waitsome(int incount, EP_Request requests[], int* outcount, int indices[],
                 EP_Status statuses[]) {
-  return poll_until(
-      [&] { return testsome_impl(incount, requests, outcount, indices, statuses, "EP_Waitsome"); },
-      [&] { return *outcount != 0; });
+  for (;;) {
+    const int err =
+        testsome_impl(incount, requests, outcount, indices, statuses, "EP_Waitsome");
+    if (err != EP_SUCCESS || *outcount != 0) return err;
+    ep::runtime::request_wait_any(reinterpret_cast<Request* const*>(requests), incount);
+  }
 }
 
 int EP_Request_free(EP_Request* request) {

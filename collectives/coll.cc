@@ -858,11 +858,14 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
     fs->err = fast_last(c, fs, la);
     if (la.team != nullptr) la.team->unref();
     *err = fs->err;
-    fs->arrived.store(0, std::memory_order_relaxed);     // published by the fetch_add below
-    runtime::generation_advance(fs->gen, fs->sleepers);  // publishes outputs, err, the reset
+    fs->arrived.store(0, std::memory_order_relaxed);  // published by the fetch_add below
+    fs->gen.fetch_add(1, std::memory_order_release);  // publishes outputs, err, the reset
+    fs->released.notify();
     return true;
   }
-  runtime::generation_wait(fs->gen, gen, fs->sleepers);
+  // acquire: pairs with the last arrival's release increment.
+  runtime::wait_until(fs->released,
+                      [fs, gen] { return fs->gen.load(std::memory_order_acquire) != gen; });
   *err = fs->err;
   return true;
 }
@@ -918,7 +921,7 @@ int inter_allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_D
   part.sbuf = sbuf;
   part.rbuf = own.get();
   Request* r = start(lep, Kind::kAllreduce, part, a);
-  runtime::request_wait(r, runtime::runtime()->config.progress_policy);
+  runtime::request_wait(r);
   runtime::request_unref(r);
   std::string other;
   if (ep->rank == 0)

@@ -7,6 +7,7 @@
 
 #include "ep/ep.h"
 #include "runtime/runtime.h"
+#include "runtime/transport.h"
 
 namespace ep::collectives {
 namespace {
@@ -263,7 +264,7 @@ void run(std::unique_ptr<CollOp> op, FragState* fs) {
   // The round's sends leave now, not with the next pass: the operation may complete
   // within advance() below (the peers' blobs already arrived), and then no waiter of
   // ours would run a pass - the peers would wait for the next operation to push ours.
-  runtime::runtime()->engine.try_start_commands();
+  runtime::start_queued();
   advance(fs);
   // Waiters on these requests run engine passes (needs_engine) and so this hook; the
   // progress thread runs it too, so the operation completes without any waiter.
@@ -389,7 +390,7 @@ int process_cores() {
 void override_process_cores(int n) { g_cores_override.store(n, std::memory_order_relaxed); }
 
 void install() {
-  runtime::runtime()->engine.set_pass_hook(&poll);
+  runtime::set_pass_hook(&poll);
   MPI_Comm_dup(MPI_COMM_WORLD, &g_base);
   MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN);
   MPI_Comm_set_name(g_base, "ep-fragments");

@@ -205,7 +205,7 @@ struct FastState {
   };
   alignas(64) std::atomic<int> arrived{0};
   alignas(64) std::atomic<uint32_t> gen{0};
-  std::atomic<int> sleepers{0};
+  runtime::Event released;  // notified after each increment of gen
   std::vector<Slot> slots;  // by local index; see the protocol above
   int err = 0;              // EP_* result of the last operation (published by gen)
   // Last arrivals only (operations are sequential); pcomm_tried once made or refused.

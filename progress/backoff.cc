@@ -6,11 +6,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <climits>
 
 namespace ep::progress {
 
-void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns) {
+bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns) {
   struct timespec ts;
   struct timespec* tsp = nullptr;
   if (timeout_ns > 0) {
@@ -18,8 +20,32 @@ void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_
     ts.tv_nsec = timeout_ns % 1'000'000'000;
     tsp = &ts;
   }
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr,
-          0);
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, tsp,
+                 nullptr, 0) != 0 &&
+         errno == ETIMEDOUT;
+}
+
+bool futex_wait_any(std::atomic<uint32_t>* const* words, const uint32_t* expected, int n,
+                    int64_t timeout_ns) {
+  struct futex_waitv w[kMaxWaitWords];
+  n = n < kMaxWaitWords ? n : kMaxWaitWords;
+  for (int i = 0; i < n; ++i) {
+    w[i].val = expected[i];
+    w[i].uaddr = reinterpret_cast<uintptr_t>(words[i]);
+    w[i].flags = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+    w[i].__reserved = 0;
+  }
+  const int64_t deadline = now_ns() + timeout_ns;
+  struct timespec ts = {static_cast<time_t>(deadline / 1'000'000'000),
+                        static_cast<long>(deadline % 1'000'000'000)};
+  if (syscall(SYS_futex_waitv, w, n, 0, &ts, CLOCK_MONOTONIC) >= 0) return false;
+  if (errno == ENOSYS) {
+    const int64_t ns = timeout_ns < 1'000'000 ? timeout_ns : 1'000'000;
+    struct timespec rel = {0, static_cast<long>(ns)};
+    nanosleep(&rel, nullptr);
+    return false;
+  }
+  return errno == ETIMEDOUT;
 }
 
 void futex_wake_all(std::atomic<uint32_t>& word) {

@@ -24,8 +24,15 @@ namespace ep::progress {
 
 enum class Policy { kSpin, kAdaptive, kYield };
 
-// Sleeps while `word` == `expected`, at most `timeout_ns` (0: no timeout).
-void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns);
+// Sleeps while `word` == `expected`, at most `timeout_ns` (0: no timeout).  True if the
+// timeout ended the sleep.
+bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns);
+// Sleeps while every words[i] == expected[i], at most `timeout_ns` (futex_waitv; n at
+// most kMaxWaitWords).  True if the timeout ended the sleep.  Where the kernel has no
+// futex_waitv, it sleeps min(timeout_ns, 1 ms) and the caller polls again.
+constexpr int kMaxWaitWords = 128;
+bool futex_wait_any(std::atomic<uint32_t>* const* words, const uint32_t* expected, int n,
+                    int64_t timeout_ns);
 // Wakes every thread sleeping on `word`.
 void futex_wake_all(std::atomic<uint32_t>& word);
 
@@ -54,6 +61,11 @@ class Backoff {
     rounds_ = 0;
     past_spin_ = false;
     last_yield_ns_ = 0;
+  }
+  // Starts the episode's clock if pause() has not (a wait that made progress without
+  // pausing still leaves its spin phase on time).
+  void begin() {
+    if (start_ns_ == 0) start_ns_ = last_yield_ns_ = now_ns();
   }
   // True before the episode started or while it is in its spin phase.
   bool spinning() const { return start_ns_ == 0 || now_ns() - start_ns_ < kSpinNs; }

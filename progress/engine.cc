@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cassert>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -79,14 +80,78 @@ void Engine::stop() {
     p.buf = nullptr;
   }
   posted_count_ = 0;
+  // What is left is receives no message will ever come for (their requests freed by
+  // the application, or their sender failed): cancelled, and completed as such.
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    MPI_Status st{};
+    MPI_Cancel(&requests_[i]);
+    MPI_Wait(&requests_[i], &st);
+    if (active_[i].done != nullptr) active_[i].done->on_complete(st, MPI_SUCCESS, active_[i].call);
+    if (active_[i].free_buf != nullptr) std::free(active_[i].free_buf);
+  }
+  requests_.clear();
+  active_.clear();
   MPI_Comm_free(&packet_comm_);
   MPI_Comm_free(&data_comm_);
 }
 
+const char* mpi_call_name(MpiCall call) {
+  switch (call) {
+    case MpiCall::kSendPacket:
+    case MpiCall::kSendData: return "MPI_Isend";
+    case MpiCall::kRecvPacket:
+    case MpiCall::kRecvData: return "MPI_Irecv";
+    case MpiCall::kSend: return "MPI_Send";
+    case MpiCall::kTest: return "MPI_Test";
+    case MpiCall::kTestsome: return "MPI_Testsome";
+    case MpiCall::kCount: break;
+  }
+  return "MPI";
+}
+
+void Engine::inject_failure(MpiCall call, int n) {
+  inject_[static_cast<int>(call)].fetch_add(n, std::memory_order_relaxed);  // relaxed: a test's
+  armed_.store(true, std::memory_order_relaxed);                            // setup
+}
+
+bool Engine::take_injected(MpiCall call) {
+  std::atomic<int>& left = inject_[static_cast<int>(call)];
+  int n = left.load(std::memory_order_relaxed);  // relaxed: a counter only
+  while (n > 0 && !left.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  }
+  return n > 0;
+}
+
+void Engine::record_failure(MpiCall call, int mpi_error) {
+  Stats::bump(stats_.mpi_errors);
+  // relaxed: read for messages and statistics only.
+  last_call_.store(static_cast<uint8_t>(call), std::memory_order_relaxed);
+  last_error_.store(mpi_error, std::memory_order_relaxed);
+  if (!reported_.exchange(true, std::memory_order_relaxed)) {
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(mpi_error, text, &len);
+    std::fprintf(stderr, "libep: process %d: %s failed in the progress engine: %s\n",
+                 world_rank_, mpi_call_name(call), text);
+  }
+}
+
+int Engine::last_mpi_error(MpiCall* call) const {
+  // relaxed: statistics.
+  *call = static_cast<MpiCall>(last_call_.load(std::memory_order_relaxed));
+  return last_error_.load(std::memory_order_relaxed);
+}
+
 void Engine::post_packet_recv() {
   PostedRecv& p = posted_[(posted_head_ + posted_count_) & (kPostedRecvs - 1)];
-  MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE, MPI_ANY_SOURCE,
-            MPI_ANY_TAG, packet_comm_, &p.req);
+  const int err = injected(MpiCall::kRecvPacket)
+                      ? MPI_ERR_OTHER
+                      : MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE,
+                                  MPI_ANY_SOURCE, MPI_ANY_TAG, packet_comm_, &p.req);
+  if (err != MPI_SUCCESS) {  // not posted: the next pass tries again
+    record_failure(MpiCall::kRecvPacket, err);
+    return;
+  }
   ++posted_count_;
 }
 
@@ -189,32 +254,52 @@ bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
   return work;
 }
 
-void Engine::track(MPI_Request req, Completion* done, void* free_buf) {
+void Engine::track(MPI_Request req, Completion* done, void* free_buf, MpiCall call,
+                   bool transfer) {
   requests_.push_back(req);
-  active_.push_back(Active{done, free_buf});
+  active_.push_back(Active{done, free_buf, call, transfer});
   if (done != nullptr) ++waited_;
+  if (transfer) ++transfers_;
+  if (call == MpiCall::kRecvData || call == MpiCall::kTestsome) ++receives_;
 }
 
 void Engine::execute(const Command& c) {
   MPI_Request req = MPI_REQUEST_NULL;
   int err = MPI_SUCCESS;
+  MpiCall call = MpiCall::kSendPacket;
   switch (c.kind) {
     case Command::kSendPacket:
-      err = MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer, kPacketTag, packet_comm_,
-                      &req);
+      err = injected(call) ? MPI_ERR_OTHER
+                           : MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer,
+                                       kPacketTag, packet_comm_, &req);
       Stats::bump(stats_.packets_sent);
       break;
     case Command::kSendData:
-      err = c.sync ? MPI_Issend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req)
-                   : MPI_Isend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      call = MpiCall::kSendData;
+      err = injected(call)
+                ? MPI_ERR_OTHER
+                : MPI_Isend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
       Stats::bump(stats_.data_sent);
       break;
     case Command::kRecvData:
-      err = MPI_Irecv(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      call = MpiCall::kRecvData;
+      err = injected(call)
+                ? MPI_ERR_OTHER
+                : MPI_Irecv(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
       Stats::bump(stats_.data_received);
+      if (err == MPI_SUCCESS && c.reply != nullptr) {  // posted: now the CTS may go
+        track(req, c.done, nullptr, call, /*transfer=*/true);
+        send_owned(c.reply, c.reply_len, c.peer, kPacketTag);
+        Stats::bump(stats_.packets_sent);
+        return;
+      }
+      if (c.reply != nullptr) std::free(c.reply);
       break;
     case Command::kRun:
       c.fn(c.arg);
+      return;
+    case Command::kTrack:
+      track(c.req, c.done, nullptr, MpiCall::kTestsome);
       return;
     case Command::kFlushOutbox: {
       Outbox* o = static_cast<Outbox*>(c.arg);
@@ -226,13 +311,15 @@ void Engine::execute(const Command& c) {
       return;
     }
   }
-  if (err != MPI_SUCCESS) {
+  if (err != MPI_SUCCESS) {  // the operation never started: it completes with the error
+    record_failure(call, err);
     MPI_Status st{};
-    if (c.done != nullptr) c.done->on_complete(st, err);
+    if (c.done != nullptr) c.done->on_complete(st, err, call);
     if (c.done == nullptr && c.kind == Command::kSendPacket) std::free(c.buf);
     return;
   }
-  track(req, c.done, c.kind == Command::kSendPacket && c.done == nullptr ? c.buf : nullptr);
+  track(req, c.done, c.kind == Command::kSendPacket && c.done == nullptr ? c.buf : nullptr, call,
+        c.kind == Command::kSendData || c.kind == Command::kRecvData);
 }
 
 void PacketSink::on_record(int src_proc, const char* packet, size_t len) {
@@ -268,12 +355,16 @@ void Engine::send_owned(char* buf, size_t len, int peer, int tag) {
 
 void Engine::send_owned_at(char* block, const char* data, size_t len, int peer, int tag) {
   MPI_Request req = MPI_REQUEST_NULL;
-  if (MPI_Isend(data, static_cast<int>(len), MPI_BYTE, peer, tag, packet_comm_, &req) !=
-      MPI_SUCCESS) {
-    std::free(block);  // like a lone packet that failed: nobody waits for it
+  const int err = injected(MpiCall::kSendPacket)
+                      ? MPI_ERR_OTHER
+                      : MPI_Isend(data, static_cast<int>(len), MPI_BYTE, peer, tag, packet_comm_,
+                                  &req);
+  if (err != MPI_SUCCESS) {  // the packets are lost: counted and reported (record_failure)
+    record_failure(MpiCall::kSendPacket, err);
+    std::free(block);
     return;
   }
-  track(req, nullptr, block);
+  track(req, nullptr, block, MpiCall::kSendPacket);
 }
 
 void Engine::flush_bundle() {
@@ -362,7 +453,7 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     PostedRecv& oldest = posted_[posted_head_];
     int flag = 0;
     MPI_Status st;
-    const int err = MPI_Test(&oldest.req, &flag, &st);
+    const int err = injected(MpiCall::kTest) ? MPI_ERR_TRUNCATE : MPI_Test(&oldest.req, &flag, &st);
     if (!flag && err == MPI_SUCCESS) {
       // Nothing arrived: post again one receive that a waiter's packet left free, while
       // posting delays nobody (see "The posted receives").
@@ -375,6 +466,12 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     posted_head_ = (posted_head_ + 1) & (kPostedRecvs - 1);
     --posted_count_;
     if (err != MPI_SUCCESS) {  // truncated: larger than any sender may make it (dropped)
+      record_failure(MpiCall::kTest, err);
+      Stats::bump(stats_.packets_dropped);
+      if (flag == 0 && oldest.req != MPI_REQUEST_NULL) {  // (an injected failure: still posted)
+        MPI_Cancel(&oldest.req);
+        MPI_Wait(&oldest.req, MPI_STATUS_IGNORE);
+      }
       post_packet_recv();
       continue;
     }
@@ -431,14 +528,33 @@ bool Engine::test_active() {
   indices_.resize(n);
   statuses_.resize(n);
   int outcount = 0;
-  int err = MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data());
+  int err = injected(MpiCall::kTestsome)
+                ? MPI_ERR_OTHER
+                : MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data());
+  if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
+    // MPI could not test them: complete them all with its error (their state is unknown,
+    // and waiting on would hang their waiters).
+    record_failure(MpiCall::kTestsome, err);
+    for (int i = 0; i < n; ++i) {
+      const Active a = active_[static_cast<size_t>(i)];
+      if (a.done != nullptr) a.done->on_complete(MPI_Status{}, err, MpiCall::kTestsome);
+      if (a.free_buf != nullptr) std::free(a.free_buf);
+    }
+    requests_.clear();
+    active_.clear();
+    waited_ = transfers_ = receives_ = 0;
+    return true;
+  }
   if (outcount == MPI_UNDEFINED || outcount == 0) return false;
   for (int k = 0; k < outcount; ++k) {
     int i = indices_[k];
     int e = err == MPI_ERR_IN_STATUS ? statuses_[k].MPI_ERROR : MPI_SUCCESS;
     Active a = active_[i];
     if (a.done != nullptr) --waited_;
-    if (a.done != nullptr) a.done->on_complete(statuses_[k], e);
+    if (a.transfer) --transfers_;
+    if (a.call == MpiCall::kRecvData || a.call == MpiCall::kTestsome) --receives_;
+    if (e != MPI_SUCCESS) record_failure(a.call, e);
+    if (a.done != nullptr) a.done->on_complete(statuses_[k], e, a.call);
     if (a.free_buf != nullptr) std::free(a.free_buf);
   }
   // Compact: MPI_Testsome set the completed requests to MPI_REQUEST_NULL.
@@ -454,21 +570,18 @@ bool Engine::test_active() {
   return true;
 }
 
-void Engine::idle(Backoff& backoff, bool active_requests, int64_t aside_ns) {
-  const bool baton_busy = aside_ns > 0;
-  int64_t ns = baton_busy ? aside_ns : backoff.pause();
+void Engine::idle(Backoff& backoff, int64_t aside_ns, bool transfers) {
+  const bool aside = aside_ns > 0;
+  int64_t ns = aside ? aside_ns : backoff.pause();
   if (ns == 0) return;
-  if (active_requests && !baton_busy) {  // outstanding transfers need MPI progress calls
-    sched_yield();
-    return;
-  }
+  if (!aside && transfers && ns > kTransferPollNs) ns = kTransferPollNs;
   // relaxed: the futex compares the value itself; sleeping_ and queued_ are ordered
   // by the seq_cst fences here and in submit() (Dekker pairing).
   uint32_t seen = wake_word_.load(std::memory_order_relaxed);
-  sleeping_.store(baton_busy ? kStandingAside : kAsleep, std::memory_order_relaxed);
+  sleeping_.store(aside ? kStandingAside : kAsleep, std::memory_order_relaxed);
   // seq_cst fence: pairs with the fence in submit().
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if ((baton_busy || queued_.load(std::memory_order_relaxed) == 0) &&
+  if ((aside || queued_.load(std::memory_order_relaxed) == 0) &&
       !stopping_.load(std::memory_order_acquire)) {
     Stats::bump(stats_.sleeps);
     futex_wait(wake_word_, seen, ns);
@@ -488,23 +601,23 @@ void Engine::run() {
     const uint32_t entered = static_cast<uint32_t>(helpers >> 32);
     const bool helped = (helpers & kHelperCount) != 0 || entered != seen_entered;
     seen_entered = entered;
-    uint32_t expected = 0;
-    // acquire: pairs with the release that ended the previous pass (ours or a helper's).
-    if (helped || !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                                  std::memory_order_relaxed)) {
+    if (helped || !take_baton()) {
       // A waiting endpoint thread is progressing: let it have the core.  Each look
       // that finds it still at it doubles the next sleep (see "Standing aside").
-      idle(backoff, false, aside_ns);
+      idle(backoff, aside_ns, false);
       aside_ns = aside_ns * 2 < kAsideMaxNs ? aside_ns * 2 : kAsideMaxNs;
       continue;
     }
     aside_ns = kAsideMinNs;
     bool work = pass();
-    bool active = !requests_.empty() || !held_.empty() || hook_pending_ ||
-                  pollers_.load(std::memory_order_relaxed) > 0;
+    // Held flushes leave within kHoldNs: poll for them instead of sleeping.
+    const bool holding = !held_.empty();
+    const bool transfers = transfers_ > 0;  // (read under the baton)
     // relaxed: a command pushed after this load is seen by the stop check's next round.
-    bool drained = !active && queued_.load(std::memory_order_relaxed) == 0;
-    baton_.store(0, std::memory_order_release);  // pairs with the acquire above
+    // Receives left at the stop are no one's any more (see stop()): only sends count.
+    bool drained = static_cast<int>(requests_.size()) == receives_ && !holding &&
+                   !hook_pending_ && queued_.load(std::memory_order_relaxed) == 0;
+    release_baton();
     if (work) {
       backoff.reset();
       continue;
@@ -512,7 +625,11 @@ void Engine::run() {
     // acquire: pairs with the release in stop(); everything submitted before stop()
     // is visible, so an empty queue here means nothing is left to start.
     if (stopping_.load(std::memory_order_acquire) && drained) break;
-    idle(backoff, active, 0);
+    if (holding) {
+      sched_yield();
+      continue;
+    }
+    idle(backoff, 0, transfers);
   }
 }
 

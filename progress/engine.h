@@ -176,6 +176,7 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -189,10 +190,25 @@
 
 namespace ep::progress {
 
-// Called once on the progress thread when an MPI operation of a command finished.
+// The MPI calls the engine makes for traffic (error messages, the test hook).
+enum class MpiCall : uint8_t {
+  kSendPacket,  // MPI_Isend of a packet or bundle
+  kSendData,    // MPI_Isend of a rendezvous payload (its receive is posted: no Issend)
+  kRecvPacket,  // MPI_Irecv posted for the next packets
+  kRecvData,    // MPI_Irecv of a rendezvous payload
+  kSend,        // MPI_Send of a lone packet
+  kTest,        // MPI_Test of a posted packet receive
+  kTestsome,    // MPI_Testsome of the outstanding requests
+  kCount
+};
+// The MPI function's name ("MPI_Isend", ...).
+const char* mpi_call_name(MpiCall call);
+
+// Called once, on the baton holder, when an MPI operation of a command finished: with
+// mpi_error MPI_SUCCESS, or the failed call's error code and name.
 class Completion {
  public:
-  virtual void on_complete(const MPI_Status& status, int mpi_error) = 0;
+  virtual void on_complete(const MPI_Status& status, int mpi_error, MpiCall call) = 0;
 
  protected:
   ~Completion() = default;
@@ -220,13 +236,13 @@ class PacketSink {
 struct Command {
   enum Kind : uint8_t {
     kSendPacket,   // MPI_Isend(buf, len bytes) on the packet comm; then done or free(buf)
-    kSendData,     // MPI_Isend (or Issend if sync) of (buf, count, type) with data_tag
+    kSendData,     // MPI_Isend of (buf, count, type) with data_tag (a rendezvous payload)
     kRecvData,     // MPI_Irecv of (buf, count, type) from peer with data_tag
     kRun,          // run fn(arg) on the progress thread
     kFlushOutbox,  // send the batches of the Outbox `arg` (outbox.h), drop its reference
+    kTrack,        // test `req` (started by the submitter, handed over) until done
   };
   Kind kind = kRun;
-  bool sync = false;
   int peer = 0;      // rank in MPI_COMM_WORLD
   int data_tag = 0;  // kSendData/kRecvData
   int count = 0;
@@ -236,6 +252,11 @@ struct Command {
   Completion* done = nullptr;  // nullptr for kSendPacket: the engine frees buf
   void (*fn)(void*) = nullptr;
   void* arg = nullptr;
+  MPI_Request req = MPI_REQUEST_NULL;  // kTrack
+  // kRecvData: a packet (malloc'ed, `reply_len` bytes) sent to `peer` once the receive
+  // is posted - a rendezvous CTS - or nullptr.  The engine frees it once sent.
+  char* reply = nullptr;
+  size_t reply_len = 0;
 };
 
 struct Options {
@@ -247,7 +268,8 @@ struct Options {
 // thread only), read by EP_STATS at the end.
 struct Stats {
   std::atomic<uint64_t> packets_sent{0}, packets_received{0}, data_sent{0}, data_received{0},
-      bytes_received{0}, loops{0}, sleeps{0}, commands{0}, bundles_sent{0};
+      bytes_received{0}, loops{0}, sleeps{0}, commands{0}, bundles_sent{0}, mpi_errors{0},
+      packets_dropped{0};
   // relaxed load + store, not a locked RMW: there is only one writer at a time (the
   // baton's acquire/release orders successive writers).
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
@@ -306,7 +328,23 @@ class Engine {
   // For the baton holder only (PacketSink::on_packet and Completion callbacks run
   // there): starts the command at once instead of queueing it for the next pass - a
   // reply leaves while its request is being handled.
-  void submit_from_pass(const Command& command) { execute(command); }
+  void submit_from_pass(const Command& command) {
+    assert(holds_baton());
+    execute(command);
+  }
+  // submit_from_pass on the baton holder, submit(command, true) elsewhere.
+  void submit_here(const Command& command) {
+    if (holds_baton()) {
+      execute(command);
+    } else {
+      submit(command, /*self_progress=*/true);
+    }
+  }
+  // True on the thread that holds the baton (checked by debug assertions).
+  bool holds_baton() const {
+    // relaxed: only the holder stores its own mark; another thread never sees its own.
+    return baton_owner_.load(std::memory_order_relaxed) == this_thread_mark();
+  }
   // Runs one progress pass if no other thread holds the baton.  Returns true if this
   // call made progress.  Thread-safe.
   bool try_progress(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
@@ -328,7 +366,9 @@ class Engine {
   // this endpoint's, sends `len` bytes at `packet` at once with MPI_Send and returns
   // true; else returns false and does nothing (the caller goes through the outbox).
   // See "Lone blocking sends" above.
-  bool try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len);
+  // *mpi_error: MPI_Send's code (the caller reports a failure).
+  bool try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len,
+                      int* mpi_error);
   // Wakes the progress thread if it sleeps (a waiter stops progressing itself).
   void wake();
   // A thread announces that it will drive progress while it waits (helper_enter)
@@ -356,17 +396,6 @@ class Engine {
     if ((old & kHelperCount) == 1 && wake_now) wake();
   }
   static constexpr int64_t kAsideMinNs = 100'000, kAsideMaxNs = 1'000'000;
-  // A thread that waits long for MPI requests outside the engine (runtime::wait_mpi: the
-  // collectives' process-level communicators) asks the progress thread to keep polling
-  // meanwhile (yield between passes instead of sleeping), as a pending collective of the
-  // engine does, so that traffic arriving unannounced - a window's handler requests,
-  // rendezvous steps - is served: keep_polling_enter wakes it; keep_polling_leave ends
-  // the request.  A hint, counted.
-  void keep_polling_enter() {
-    pollers_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint, read by run()
-    wake();
-  }
-  void keep_polling_leave() { pollers_.fetch_sub(1, std::memory_order_relaxed); }
   // Work the layers above run in every pass (collective schedules): returns true if it
   // made progress, and sets *pending while it has unfinished work (then the progress
   // thread yields instead of sleeping).  Set once, before any pass can call it.
@@ -378,6 +407,12 @@ class Engine {
     return static_cast<int>(data_tag_.fetch_add(1, std::memory_order_relaxed) & kDataTagMask);
   }
 
+  // Test hook: the next `n` calls of `call` the engine makes fail with MPI_ERR_OTHER
+  // (without reaching MPI).  Thread-safe.
+  void inject_failure(MpiCall call, int n);
+  // The last failed MPI call and its error code (EP_STATS, messages); MPI_SUCCESS if none.
+  int last_mpi_error(MpiCall* call) const;
+
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
   const Stats& stats() const { return stats_; }
@@ -386,6 +421,8 @@ class Engine {
   struct Active {
     Completion* done;
     void* free_buf;  // freed on completion when done == nullptr
+    MpiCall call;    // what started it (a failure's message)
+    bool transfer;   // a data send or receive (counted in transfers_)
   };
   struct Node : MpscNode {
     Command command;
@@ -415,9 +452,22 @@ class Engine {
   static constexpr int kQuietPolls = 8;
   bool test_active();
   void execute(const Command& c);
-  void track(MPI_Request req, Completion* done, void* free_buf);
+  // True (and a failure recorded) if the test hook makes this call fail.
+  bool injected(MpiCall call) {
+    // relaxed: the hook is armed long before the calls it affects (a test's setup).
+    return armed_.load(std::memory_order_relaxed) && take_injected(call);
+  }
+  bool take_injected(MpiCall call);
+  // A failed MPI call: counted (EP_STATS), remembered, reported once on stderr.
+  void record_failure(MpiCall call, int mpi_error);
+  void track(MPI_Request req, Completion* done, void* free_buf, MpiCall call,
+             bool transfer = false);
   // aside_ns > 0: standing aside for a helper, sleep that long; 0: idle for lack of work.
-  void idle(Backoff& backoff, bool active_requests, int64_t aside_ns);
+  // `transfers`: data transfers were in flight at the end of the last pass.
+  void idle(Backoff& backoff, int64_t aside_ns, bool transfers);
+  // While data transfers are in flight the idle thread sleeps at most this long: they
+  // complete soon and need MPI progress calls to do so.
+  static constexpr int64_t kTransferPollNs = 50'000;
 
   MpscQueue queue_;                 // consumer: the baton holder
   std::atomic<int64_t> queued_{0};  // commands pushed and not yet executed
@@ -435,7 +485,9 @@ class Engine {
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
   std::atomic<uint32_t> data_tag_{0};
   std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
-  std::atomic<int> pollers_{0};     // keep_polling_enter minus leave (a hint)
+  // this_thread_mark() of the baton holder while it holds it, else nullptr (a hint for
+  // holds_baton(); written by the holder only).
+  std::atomic<const void*> baton_owner_{nullptr};
   // Threads progressing while they wait (low 32 bits) and helpers that ever entered
   // (high 32 bits, wrapping); a hint, see "Standing aside".
   static constexpr uint64_t kHelperCount = 0xffffffffu, kHelperEntered = uint64_t{1} << 32;
@@ -448,6 +500,8 @@ class Engine {
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
   int waited_ = 0;       // entries of active_ with a Completion
+  int transfers_ = 0;    // entries of active_ that are data sends or receives
+  int receives_ = 0;     // entries of active_ that are receives (kRecvData, kTrack)
   int lazy_passes_ = 0;  // passes since active_ was last tested
   static constexpr int kLazyTestPasses = 16;
   // Flushes held back while their appender is still appending ("Bursts"), each with
@@ -480,20 +534,29 @@ class Engine {
   void post_packet_recv();
   std::vector<Outbox::Batch> batches_;  // flush_outbox's scratch
   Stats stats_;
+  std::atomic<bool> armed_{false};                                   // inject_failure
+  std::atomic<int> inject_[static_cast<int>(MpiCall::kCount)] = {};  // calls to fail
+  std::atomic<int> last_error_{0};                                   // record_failure
+  std::atomic<uint8_t> last_call_{0};
+  std::atomic<bool> reported_{false};
 };
 
 // Inline: every blocking send of a small message to another process, and every
 // pass, starts here.
-inline bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len) {
+inline bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len,
+                                   int* mpi_error) {
   if (len > kSmallPacketBytes || !take_baton()) return false;
   if (!outbox.idle_for_appender()) {  // an earlier packet of this endpoint goes first
     release_baton();
     return false;
   }
   // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
-  // blocking sends" above).  A failure drops the packet, like a lone packet
-  // whose MPI_Isend failed.
-  MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag, packet_comm_);
+  // blocking sends" above).
+  *mpi_error = injected(MpiCall::kSend)
+                   ? MPI_ERR_OTHER
+                   : MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag,
+                              packet_comm_);
+  if (*mpi_error != MPI_SUCCESS) record_failure(MpiCall::kSend, *mpi_error);
   // The receive a waiter's packet left free is posted again now, while this packet is
   // on its way (see "The posted receives").
   if (posted_count_ < kPostedRecvs) post_packet_recv();
@@ -506,12 +569,17 @@ inline bool Engine::take_baton() {
   uint32_t expected = 0;
   // acquire: pairs with the release store in release_baton() that ended the previous
   // pass.
-  return baton_.load(std::memory_order_relaxed) == 0 &&
-         baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
-                                        std::memory_order_relaxed);
+  if (baton_.load(std::memory_order_relaxed) != 0 ||
+      !baton_.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+    return false;
+  }
+  baton_owner_.store(this_thread_mark(), std::memory_order_relaxed);  // relaxed: a hint
+  return true;
 }
 
 inline void Engine::release_baton() {
+  baton_owner_.store(nullptr, std::memory_order_relaxed);  // relaxed: a hint
   baton_.store(0, std::memory_order_release);  // pairs with the acquire in take_baton()
 }
 

@@ -18,10 +18,11 @@
 #include <string>
 #include <unordered_map>
 
-#include "progress/backoff.h"
 #include "runtime/error.h"
 #include "runtime/exchange.h"
 #include "runtime/runtime.h"
+#include "runtime/transport.h"
+#include "runtime/wait.h"
 
 namespace ep::rma {
 namespace {
@@ -106,7 +107,7 @@ class AccGuard {
     // acquire: pairs with the release store in the previous holder's destructor.
     for (int spins = 0; lock_->exchange(1, std::memory_order_acquire) != 0; ++spins) {
       if (spins < 64) {
-        progress::cpu_relax();
+        runtime::cpu_relax();
       } else {
         sched_yield();  // the holder may be descheduled (2 cores, many threads)
       }
@@ -159,19 +160,8 @@ char* payload_of(char* p, uint32_t nblocks) {
   return p + sizeof(RmaHeader) + nblocks * sizeof(WireBlock);
 }
 
-progress::Command packet_command(int proc, char* p, size_t len) {
-  progress::Command c;
-  c.kind = progress::Command::kSendPacket;
-  c.peer = proc;
-  c.buf = p;
-  c.len = len;  // the engine frees p once sent
-  return c;
-}
-
 // From an origin thread.
-void send_packet(int proc, char* p, size_t len) {
-  runtime()->engine.submit(packet_command(proc, p, len), /*self_progress=*/true);
-}
+void send_packet(int proc, char* p, size_t len) { runtime::send_packet(proc, p, len); }
 
 // A reply without payload (kAck, kGrant) to an origin window.  `in_pass`: sent by the
 // packet handler, which runs on the progress-baton holder and so may start it at once
@@ -182,7 +172,7 @@ void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target, bool 
   char* p = new_packet(reply_id, op, 0, 0, &h, &len);
   h->origin_target = origin_target;
   if (in_pass) {
-    runtime()->engine.submit_from_pass(packet_command(proc, p, len));
+    runtime::send_packet_from_pass(proc, p, len);
   } else {
     send_packet(proc, p, len);
   }
@@ -190,35 +180,17 @@ void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target, bool 
 
 // ---- waiting ------------------------------------------------------------------------
 
-// Waits for `ready`, running progress passes itself while it spins (see "The progress
-// baton" in progress/engine.h), then sleeping in back-off steps.
+// Waits (runtime/wait.h) until `ready`, driving the engine while it spins: the replies
+// it waits for are packets.  The reply handlers notify w->event after each increment.
 template <class F>
-void progress_until(F&& ready) {
-  if (ready()) return;
-  progress::Engine& engine = runtime()->engine;
-  progress::Backoff b(runtime()->config.progress_policy);
-  engine.helper_enter();
-  bool helping = true;
-  while (!ready()) {
-    if (engine.try_progress()) {
-      b.reset();
-      continue;
-    }
-    int64_t ns = b.pause();
-    if (ns == 0) continue;
-    if (helping) {  // stop helping before sleeping: the progress thread takes over
-      engine.helper_leave(/*wake_now=*/true);
-      helping = false;
-    }
-    struct timespec ts = {0, ns < 200'000 ? ns : 200'000};
-    nanosleep(&ts, nullptr);
-  }
-  if (helping) engine.helper_leave(/*wake_now=*/false);
+void progress_until(Win* w, F&& ready) {
+  runtime::wait_until(w->event, ready, runtime::Drive::kYes);
 }
 
 void wait_acked(Win* w, int t) {
   // acquire: pairs with the release increment in the reply handler.
-  progress_until([w, t] { return w->acked[t].load(std::memory_order_acquire) == w->issued[t]; });
+  progress_until(w,
+                 [w, t] { return w->acked[t].load(std::memory_order_acquire) == w->issued[t]; });
 }
 
 void wait_all_acked(Win* w) {
@@ -248,7 +220,7 @@ bool lock_request(Win* t, const LockWaiter& req) {
 // `in_pass`: called by the packet handler (the baton holder), which may send at once.
 void notify_granted(const LockWaiter& g, bool in_pass) {
   if (g.proc < 0) {
-    g.granted->store(1, std::memory_order_release);  // pairs: the waiter's acquire load
+    g.granted->set();  // wakes the waiter in lock_local (Flag: release)
   } else {
     reply(g.proc, g.reply_id, kGrant, g.origin_target, in_pass);
   }
@@ -281,13 +253,12 @@ void lock_release(Win* t, bool exclusive, bool in_pass) {
 
 // Takes the lock of a Win of this process for the calling thread.
 void lock_local(Win* t, bool exclusive) {
-  std::atomic<int> granted{0};
+  runtime::Flag granted;
   LockWaiter req;
   req.exclusive = exclusive;
   req.granted = &granted;
   if (lock_request(t, req)) return;
-  // acquire: pairs with the release store in notify_granted.
-  progress_until([&granted] { return granted.load(std::memory_order_acquire) == 1; });
+  runtime::wait_flag(granted, runtime::Drive::kYes);
 }
 
 // ---- applying operations to window memory -----------------------------------------
@@ -353,7 +324,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
           std::memcpy(w->base + blocks[0].off, payload, static_cast<size_t>(h.elem));
         }
       }
-      runtime()->engine.submit_from_pass(packet_command(src_proc, p, len));
+      runtime::send_packet_from_pass(src_proc, p, len);
       return;
     }
     case kLock: {
@@ -369,18 +340,22 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
       lock_release(w, h.exclusive != 0, /*in_pass=*/true);
       reply(src_proc, h.reply_id, kAck, h.origin_target);
       return;
-    // Replies, at the origin.  The count increment is the last access to w.
+    // Replies, at the origin.  The window outlives the pass (win_free deletes it in a
+    // later one), so the notify may follow the increment its waiter looks for.
     case kAck:
       w->acked[h.origin_target].fetch_add(1, std::memory_order_release);  // pairs: wait_acked
+      w->event.notify();
       return;
     case kGrant:
       w->grants.fetch_add(1, std::memory_order_release);  // pairs: the wait in win_lock*
+      w->event.notify();
       return;
     case kData: {
       auto* pend = reinterpret_cast<Pending*>(h.cookie);
       scatter(pend->rbuf, pend->rl, h.pos, h.pos + h.bytes, payload);
       if (--pend->remaining == 0) delete pend;
       w->acked[h.origin_target].fetch_add(1, std::memory_order_release);  // pairs: wait_acked
+      w->event.notify();
       return;
     }
     default:
@@ -389,7 +364,7 @@ void serve(Win* w, int src_proc, const RmaHeader& h, const WireBlock* blocks, co
 }
 
 void on_rma_packet(int src_proc, char* block, size_t len) {
-  char* p = block + progress::Engine::kHeadroom;
+  char* p = block + runtime::kPacketHeadroom;
   RmaHeader h;
   Win* w = nullptr;
   if (len >= sizeof(RmaHeader)) {
@@ -646,7 +621,7 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
   const int64_t elem = (a.kind == OpKind::kPut || a.kind == OpKind::kGet) ? 1 : tl.elem;
   // A chunk's packet (header, block list, payload) fits Engine::kMaxPacketBytes.
   constexpr int64_t kMaxChunkPayload =
-      static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(RmaHeader) -
+      static_cast<int64_t>(runtime::kMaxPacketBytes - sizeof(RmaHeader) -
                            kMaxBlocksPerChunk * sizeof(WireBlock));
   static_assert(kMaxChunkPayload >= 4096, "room for a payload beside the block list");
   int64_t limit =
@@ -696,7 +671,7 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
 
 void rma_init() {
   // release: pairs with the acquire load in Runtime::on_packet.
-  runtime()->rma_sink.store(&on_rma_packet, std::memory_order_release);
+  runtime::set_rma_sink(&on_rma_packet);
 }
 
 namespace {
@@ -883,14 +858,23 @@ int win_free_prepare(Win* w, const char* call) {
   return EP_SUCCESS;
 }
 
+namespace {
+// Runs in a pass, after every pass that may still hold w (a reply handler notifying
+// w->event) has ended.
+void delete_window(void* arg) {
+  Win* w = static_cast<Win*>(arg);
+  release_memory(w);
+  delete w;
+}
+}  // namespace
+
 void win_free(Win* w) {
   wait_all_acked(w);
   runtime::barrier(w->ep);  // nobody addresses this window after this
   table().remove(w->id);
   runtime::comm_free(w->ep);
-  release_memory(w);
   w->magic = 0;
-  delete w;
+  runtime::run_in_pass(&delete_window, w);
 }
 
 int win_fence(Win* w, int assert_flags, const char* call) {
@@ -933,7 +917,7 @@ int win_lock(Win* w, int lock_type, int rank, int assert_flags, const char* call
   h->origin_target = rank;
   h->reply_id = w->id;
   send_packet(t.proc, p, len);
-  progress_until([w, want] { return w->grants.load(std::memory_order_acquire) >= want; });
+  progress_until(w, [w, want] { return w->grants.load(std::memory_order_acquire) >= want; });
   return EP_SUCCESS;
 }
 
@@ -999,7 +983,7 @@ int win_lock_all(Win* w, int assert_flags, const char* call) {
     if (t.local != nullptr) lock_local(t.local, /*exclusive=*/false);
   }
   const uint64_t want = base + remote;
-  progress_until([w, want] { return w->grants.load(std::memory_order_acquire) >= want; });
+  progress_until(w, [w, want] { return w->grants.load(std::memory_order_acquire) >= want; });
   return EP_SUCCESS;
 }
 

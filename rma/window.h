@@ -135,7 +135,7 @@ struct LockWaiter {
   int proc = -1;                        // remote origin's process, or -1: local
   uint32_t reply_id = 0;                // remote: the origin's window id
   int32_t origin_target = 0;            // remote: this rank as the origin numbers it
-  std::atomic<int>* granted = nullptr;  // local: set to 1 (release) when granted
+  runtime::Flag* granted = nullptr;     // local: set when granted
 };
 
 class Win {
@@ -169,6 +169,7 @@ class Win {
   std::vector<uint64_t> issued;                    // chunks sent, by target rank
   std::unique_ptr<std::atomic<uint64_t>[]> acked;  // replies received, by target rank
   std::atomic<uint64_t> grants{0};                 // kGrant replies received
+  runtime::Event event;  // notified after each increment of acked[] or grants
   bool fence_open = false;                         // after a fence without NOSUCCEED
   bool lock_all = false;
   bool lock_all_nocheck = false;

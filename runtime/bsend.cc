@@ -1,7 +1,5 @@
 #include "runtime/bsend.h"
 
-#include <sched.h>
-
 #include "ep/ep.h"
 
 namespace ep::runtime {
@@ -15,20 +13,25 @@ bool BsendBuffer::attach(void* buf, int64_t size) {
 }
 
 bool BsendBuffer::detach(void** buf, int64_t* size) {
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (base_ == nullptr) return false;
-      if (used_.empty()) {
-        *buf = base_;
-        *size = size_;
-        base_ = nullptr;
-        size_ = 0;
-        return true;
-      }
-    }
-    sched_yield();  // buffered messages are still leaving (progress thread)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (base_ == nullptr) return false;
   }
+  // Buffered messages may still be leaving: wait (runtime/wait.h) until release() has
+  // given back every segment, progressing their transfers meanwhile.
+  wait_until(
+      released_,
+      [this] {
+        std::lock_guard<std::mutex> lock(mu_);
+        return used_.empty();
+      },
+      Drive::kYes);
+  std::lock_guard<std::mutex> lock(mu_);
+  *buf = base_;
+  *size = size_;
+  base_ = nullptr;
+  size_ = 0;
+  return true;
 }
 
 bool BsendBuffer::attached() const {
@@ -59,9 +62,23 @@ void* BsendBuffer::allocate(int64_t bytes) {
   return base_ + at;
 }
 
-void BsendBuffer::release(void* segment) {
-  std::lock_guard<std::mutex> lock(mu_);
-  used_.erase(static_cast<char*>(segment) - base_);
+void BsendBuffer::release(void* segment, bool was_sending) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    used_.erase(static_cast<char*>(segment) - base_);
+  }
+  if (was_sending) sending_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a count
+  released_.notify();
+}
+
+void* BsendBuffer::allocate_or_wait(int64_t bytes) {
+  void* segment = nullptr;
+  // Until a segment fits, or no payload is leaving any more (then one more try).
+  wait_until(
+      released_,
+      [&] { return (segment = allocate(bytes)) != nullptr || leaving() == 0; },
+      Drive::kYes);
+  return segment != nullptr ? segment : allocate(bytes);
 }
 
 }  // namespace ep::runtime

@@ -13,6 +13,8 @@
 #include <map>
 #include <mutex>
 
+#include "runtime/wait.h"
+
 namespace ep::runtime {
 
 class BsendBuffer {
@@ -23,16 +25,27 @@ class BsendBuffer {
   bool detach(void** buf, int64_t* size);
   // A segment able to hold `bytes` packed bytes, or nullptr (none attached / full).
   void* allocate(int64_t bytes);
-  void release(void* segment);
+  // A segment for `bytes`, waiting (runtime/wait.h) for releases while payloads are
+  // leaving; nullptr once none is and none fits.
+  void* allocate_or_wait(int64_t bytes);
+  // `was_sending`: sending() was called for it.
+  void release(void* segment, bool was_sending);
   bool attached() const;
   // True while some segment is allocated (a buffered message has not left yet).
   bool in_use() const;
+  // A buffered message's payload started leaving (its rendezvous CTS came): its
+  // segment will come back without the receiver's further help.  Until its release.
+  void sending() { sending_.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a count
+  // Segments whose payload is leaving (see sending()).
+  int leaving() const { return sending_.load(std::memory_order_relaxed); }
 
  private:
   mutable std::mutex mu_;
+  Event released_;  // notified after each release()
   char* base_ = nullptr;  // guarded by mu_
   int64_t size_ = 0;      // guarded by mu_
   std::map<int64_t, int64_t> used_;  // offset -> length, guarded by mu_
+  std::atomic<int> sending_{0};
 };
 
 }  // namespace ep::runtime

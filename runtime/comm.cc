@@ -32,15 +32,25 @@ std::shared_ptr<void> CommShared::local_round(int local_index, std::string mine,
     result_ = result;
     arrived_ = 0;
     ++gen_;
-    cv_.notify_all();
+    lock.unlock();
+    round_done_.notify();
     return result;
   }
-  cv_.wait(lock, [&] { return gen_ != gen; });
+  lock.unlock();
+  // The others wait for the last (runtime/wait.h).  result_ stays until the next round
+  // ends, which needs this endpoint too.
+  wait_until(round_done_, [&] {
+    std::lock_guard<std::mutex> g(mu_);
+    return gen_ != gen;
+  });
+  std::lock_guard<std::mutex> g(mu_);
   return result_;
 }
 
 Endpoint::Endpoint(CommShared* c, int r, int li)
-    : comm(c), rank(r), local_index(li), matcher(&deliver, &materialize) {}
+    : comm(c), rank(r), local_index(li), matcher(&deliver, &materialize) {
+  matcher.set_arrivals(&arrivals);
+}
 
 moodycamel::ProducerToken& Endpoint::token_for(Endpoint* dest) {
   if (dest->comm != comm) {  // another fragment: intercommunicator or merged groups
@@ -290,7 +300,11 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
                        // relaxed: only uniqueness matters
                        rt->next_origin.fetch_add(1, std::memory_order_relaxed)};
   std::vector<long long> all(4 * static_cast<size_t>(psize));
-  MPI_Allgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent);
+  // Nonblocking, and waited for like any libep wait (runtime/wait.h): a blocking MPI
+  // collective would hold MPICH's lock against the progress thread for the whole wait.
+  MPI_Request req = MPI_REQUEST_NULL;
+  MPI_Iallgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent, &req);
+  wait_mpi(&req, 1);
   for (int p = 0; p < psize; ++p) {
     if (all[4 * p] < 0) {
       abandon(c);

@@ -49,7 +49,6 @@
 
 #include <atomic>
 #include <concurrentqueue/concurrentqueue.h>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,6 +60,7 @@
 #include "ep/ep.h"
 #include "progress/engine.h"
 #include "runtime/matching.h"
+#include "runtime/wait.h"
 
 namespace ep::runtime {
 
@@ -137,7 +137,7 @@ class CommShared {
 
  private:
   std::mutex mu_;
-  std::condition_variable cv_;
+  Event round_done_;                   // notified when gen_ advances
   int arrived_ = 0;                    // guarded by mu_
   uint64_t gen_ = 0;                   // guarded by mu_
   std::vector<std::string> contrib_;   // guarded by mu_
@@ -176,6 +176,8 @@ class Endpoint {
   uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
   EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
   Matcher matcher;
+  // Notified when an arrival becomes unexpected: what a blocking probe sleeps on.
+  Event arrivals;
   std::atomic<int> busy{0};
   // One token per local destination inbox (this endpoint's messages to one
   // destination keep their order: moodycamel is FIFO per producer token).

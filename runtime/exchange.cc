@@ -110,7 +110,7 @@ bool take_inline(const HiddenHead& head, std::string* out) {
 void finish_requests(Request** reqs, int n) {
   for (int i = 0; i < n; ++i) {
     if (reqs[i] == nullptr) continue;
-    request_wait(reqs[i], runtime()->config.progress_policy);
+    request_wait(reqs[i]);
     request_unref(reqs[i]);
   }
 }

@@ -148,7 +148,7 @@ void Matcher::report(MatchOp* op, const Envelope* u) {
   op->status.EP_TAG = u->tag;
   op->status.EP_ERROR = EP_SUCCESS;
   op->status.ep_bytes_ = u->bytes;
-  op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+  op->done.set();  // publishes the result (Flag: release)
 }
 
 void Matcher::arrive_rest(Envelope* e, Request* head) {
@@ -169,6 +169,7 @@ void Matcher::arrive_rest(Envelope* e, Request* head) {
   else
     lists_.unexpected_tail->next = e;
   lists_.unexpected_tail = e;
+  if (arrivals_ != nullptr) arrivals_->notify();  // a blocking probe may wait for it
 }
 
 void Matcher::handle(MatchOp* op) {
@@ -187,7 +188,7 @@ void Matcher::handle(MatchOp* op) {
         break;
       }
     }
-    op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+    op->done.set();  // publishes the result (Flag: release)
     return;
   }
   Envelope* prev = nullptr;
@@ -212,7 +213,7 @@ void Matcher::handle(MatchOp* op) {
     return;
   }
   if (op->kind != MatchOp::kRecv) {                // probe found nothing
-    op->done.store(1, std::memory_order_release);  // pairs with the poster's acquire
+    op->done.set();  // publishes the result (Flag: release)
     return;
   }
   append_posted(op);

@@ -112,7 +112,7 @@ struct Envelope {
     kEager,       // payload bytes at `data`, owned (free `block` when consumed)
     kLocalRndv,   // payload still in the sender's buffer (same process); `sreq` completes
                   // when it has been copied
-    kRemoteRndv,  // payload waits in MPI on the data comm under (src_proc, data_tag)
+    kRemoteRndv,  // an RTS: the payload leaves the sender (src_proc, data_tag) on our CTS
   };
   Kind kind = kEager;
   bool owned = false;  // the envelope lives in `block` (heap) and owns its payload
@@ -134,8 +134,11 @@ struct Envelope {
   // kRemoteRndv
   int src_proc;
   int data_tag;
+  uint64_t cookie;  // the sender's request, echoed in the CTS (runtime.h, "Rendezvous")
 
-  Envelope() : sbuf(nullptr), scount(0), stype(MPI_BYTE), sreq(nullptr), src_proc(0), data_tag(0) {}
+  Envelope()
+      : sbuf(nullptr), scount(0), stype(MPI_BYTE), sreq(nullptr), src_proc(0), data_tag(0),
+        cookie(0) {}
   // An eager envelope on a message path (a local eager send, a bundle's record): only
   // the fields above the rendezvous ones are set.  A default-constructed Envelope is
   // 112 bytes that gcc clears with `rep stos`, which took two thirds of the samples of
@@ -161,6 +164,8 @@ class Matcher {
 
   Matcher(DeliverFn deliver, MaterializeFn materialize)
       : deliver_(deliver), materialize_(materialize), inbox_(0) {}
+  // Notified whenever an arrival becomes unexpected (a blocking probe sleeps on it).
+  void set_arrivals(Event* arrivals) { arrivals_ = arrivals; }
   ~Matcher();
 
   moodycamel::ConcurrentQueue<Envelope*>& inbox() { return inbox_; }
@@ -307,6 +312,7 @@ class Matcher {
 
   DeliverFn deliver_;
   MaterializeFn materialize_;
+  Event* arrivals_ = nullptr;  // set before the endpoint is published
   moodycamel::ConcurrentQueue<Envelope*> inbox_;
   // std::allocator, not TBB's cache_aligned_allocator: that one recycles pages through
   // tbbmalloc, invisible to ThreadSanitizer (false races), and posts are not hot enough

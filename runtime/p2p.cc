@@ -12,9 +12,6 @@
 namespace ep::runtime {
 namespace {
 
-// Passes of progress a buffered send runs to reclaim space before it fails.
-constexpr int kBsendReclaimPasses = 4;
-
 TypeInfo packed_info() {
   TypeInfo ti;
   ti.size = 1;
@@ -84,7 +81,7 @@ TypeInfo packed_info() {
 // Writes a packet header: all of it for a rendezvous header, the first
 // kEagerHeaderBytes for an eager packet (runtime.h).
 void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool sync, int tag,
-                 int64_t bytes, int data_tag) {
+                 int64_t bytes, int data_tag, const Request* cookie = nullptr) {
   if (!rendezvous) {  // an eager packet is never synchronous (sync goes as a rendezvous)
     fill_eager_header(at, a, ep->rank, tag);
     return;
@@ -98,6 +95,7 @@ void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool 
   h.tag = tag;
   h.bytes = bytes;
   h.data_tag = data_tag;
+  h.cookie = reinterpret_cast<uint64_t>(cookie);
   std::memcpy(at, &h, sizeof(WireHeader));
 }
 
@@ -107,9 +105,9 @@ void fill_header(char* at, const EpAddr& a, Endpoint* ep, bool rendezvous, bool 
 // progresses (latency); a nonblocking one leaves it there, so that a burst of them
 // goes out as one bundle with the next pass (the caller's own next wait, or the
 // progress thread, which submit() wakes).
-void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
-                 Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, bool blocking,
-                 bool burst, Request* r) {
+int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int tag,
+                Endpoint* ep, const EpAddr& a, bool rendezvous, bool sync, bool blocking,
+                bool burst, Request* r, const char* call) {
   Runtime* rt = runtime();
   int64_t bytes = ti.size * count;
   size_t len = rendezvous ? sizeof(WireHeader) : kEagerHeaderBytes + static_cast<size_t>(bytes);
@@ -122,7 +120,11 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
     if (blocking && len <= progress::Engine::kSmallPacketBytes) {
       alignas(8) char packet[progress::Engine::kSmallPacketBytes];
       write(packet);
-      send_packet_now(ep, a.proc, packet, len);  // p2p_inline.h
+      const int err = send_packet_now(ep, a.proc, packet, len, call);  // p2p_inline.h
+      if (err != EP_SUCCESS) {
+        if (r != nullptr) request_complete(r);  // (nothing waits on it: ours, or buffered)
+        return err;
+      }
     } else {
       bool submit;
       if (progress::Outbox::fits(len)) {
@@ -135,29 +137,47 @@ void send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& 
       rt->engine.send_outbox(ep->outbox, submit, /*now=*/blocking);
     }
     if (r != nullptr) request_complete(r);  // the data was copied: complete
-    return;
+    return EP_SUCCESS;
   }
-  // Rendezvous: the header (RTS) as a packet; the payload follows on the data comm,
-  // received straight into the user's buffer once the receiver has matched.
+  // Rendezvous (runtime.h): the RTS as a packet; the payload leaves on the receiver's
+  // CTS (start_rendezvous_payload), from the buffer the request keeps.
   rt->count(rt->counters.remote_rndv);
-  const int data_tag = rt->engine.next_data_tag();
-  char* packet = static_cast<char*>(std::malloc(len));
-  fill_header(packet, a, ep, true, sync, tag, bytes, data_tag);
-  rt->engine.send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len), /*now=*/false);
-  progress::Command d;
-  d.kind = progress::Command::kSendData;
-  d.sync = sync;
-  d.peer = a.proc;
-  d.data_tag = data_tag;
-  d.buf = const_cast<void*>(buf);
-  d.count = count;
-  d.type = type;
-  d.done = r;
   r->needs_engine = true;
-  rt->engine.submit(d, /*self_progress=*/true);
+  r->buf = const_cast<void*>(buf);
+  r->count = count;
+  r->type = type;
+  char* packet = static_cast<char*>(std::malloc(len));
+  fill_header(packet, a, ep, true, sync, tag, bytes, rt->engine.next_data_tag(), r);
+  rt->engine.send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len),
+                         /*now=*/blocking);
+  return EP_SUCCESS;
 }
 
 }  // namespace
+
+void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie) {
+  Request* r = reinterpret_cast<Request*>(cookie);  // ours: the RTS carried it there and back
+  if (r->kind == RequestKind::kBsend) {
+    r->payload_leaving = true;
+    r->bsend->sending();
+  }
+  progress::Command d;
+  d.kind = progress::Command::kSendData;
+  d.peer = proc;
+  d.data_tag = data_tag;
+  d.buf = r->buf;
+  d.count = r->count;
+  d.type = r->type;
+  d.done = r;
+  runtime()->engine.submit_from_pass(d);
+}
+
+int lone_send_failed(int mpi_error, const char* call) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(mpi_error, text, &len);
+  return fail(from_mpi(mpi_error), call, "MPI_Send failed: %s", text);
+}
 
 void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len) {
   const bool submit =
@@ -181,13 +201,13 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   if (mode == SendMode::kBuffered) {
     void* segment = rt->bsend.allocate(bytes);
     // MPI 3.1 section 3.6.2's model: before reporting the buffer full, reclaim the
-    // space of buffered messages that have left, progressing the transfers that can
-    // complete (passes that test every outstanding MPI request; one may find a data
-    // send finished whose completion the engine had not looked at yet).
-    for (int pass = 0; segment == nullptr && pass < kBsendReclaimPasses && rt->bsend.in_use();
-         ++pass) {
+    // space of buffered messages that have left, and let those that can leave do so: a
+    // pass that tests every outstanding MPI request and takes in the CTSs that arrived
+    // (each starts a payload), then waits for releases while payloads are leaving.  A
+    // message whose receiver has not matched cannot leave: its space stays taken.
+    if (segment == nullptr && rt->bsend.in_use()) {
       rt->engine.progress_now();
-      segment = rt->bsend.allocate(bytes);
+      segment = rt->bsend.allocate_or_wait(bytes);
     }
     if (segment == nullptr) {
       return fail(EP_ERR_BUFFER, call,
@@ -236,8 +256,9 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
       }
     }
   } else {
-    send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync, /*blocking=*/out == nullptr,
-                burst, r);
+    const int err = send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync,
+                                /*blocking=*/out == nullptr, burst, r, call);
+    if (err != EP_SUCCESS) return err;
   }
   if (bsend_req != nullptr) {
     if (out != nullptr) *out = completed_send_request();
@@ -248,8 +269,9 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     return EP_SUCCESS;
   }
   if (r != nullptr) {  // blocking send of a rendezvous message: wait, then drop ours
-    request_wait(r, rt->config.progress_policy);
+    request_wait(r);
     int err = r->status.EP_ERROR;
+    if (r->mpi_error != MPI_SUCCESS) report_mpi_failure(r, call);
     request_unref(r);
     return err;
   }
@@ -304,14 +326,20 @@ bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env)
   op.source = source;
   op.tag = tag;
   ep->matcher.post(&op);
-  // acquire: pairs with the matcher's release store of done.
-  wait_until([&] { return op.done.load(std::memory_order_acquire) != 0; },
-             runtime()->config.progress_policy);
+  wait_flag(op.done);  // another thread may be matching: its answer comes soon
   if (op.found) {
     if (status != nullptr) *status = op.status;
     if (env != nullptr) *env = op.env;
   }
   return op.found;
+}
+
+bool probe_wait(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env) {
+  bool found = false;
+  // ready() may be asked again after it said yes: probe (or take) once only.
+  auto ready = [&] { return found || (found = probe(source, tag, ep, status, env)); };
+  wait_until(ep->arrivals, ready, ep->comm->multi_process ? Drive::kYes : Drive::kNo);
+  return found;
 }
 
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
@@ -327,9 +355,7 @@ bool cancel_recv(Request* r) {
   op.kind = MatchOp::kCancel;
   op.req = r;
   r->owner->matcher.post(&op);
-  // acquire: pairs with the matcher's release store of done.
-  wait_until([&] { return op.done.load(std::memory_order_acquire) != 0; },
-             runtime()->config.progress_policy);
+  wait_flag(op.done);
   if (!op.found) return false;  // already matched: it completes normally
   r->status.ep_cancelled_ = 1;
   request_complete(r);
@@ -376,11 +402,19 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
       return;
     }
     case Envelope::kRemoteRndv: {
+      // The payload's receive is posted first, then the CTS lets it leave (runtime.h).
       progress::Command c;
       c.kind = progress::Command::kRecvData;
       c.peer = e->src_proc;
       c.data_tag = e->data_tag;
       c.done = r;
+      WireHeader cts{};
+      cts.kind = WireHeader::kCts;
+      cts.data_tag = e->data_tag;
+      cts.cookie = e->cookie;
+      c.reply = static_cast<char*>(std::malloc(sizeof cts));
+      std::memcpy(c.reply, &cts, sizeof cts);
+      c.reply_len = sizeof cts;
       if (truncated) {
         r->drain_buf = static_cast<char*>(std::malloc(static_cast<size_t>(e->bytes)));
         r->drain_bytes = e->bytes;
@@ -393,7 +427,7 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
         c.type = r->type;
       }
       std::free(e->block);
-      runtime()->engine.submit(c);
+      runtime()->engine.submit_here(c);
       return;
     }
   }

@@ -64,10 +64,16 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
                    Endpoint* ep, bool line_wait = false);
 // Probe: true (and *status) if a matching message is waiting; removes it if `env`.
 bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
+// The blocking form: waits (runtime/wait.h) until a matching message is there.
+bool probe_wait(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
 // Receives a message taken by a matched probe.
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env);
 // Cancels a pending receive; true if it was cancelled (then it is complete).
 bool cancel_recv(Request* r);
+
+// A rendezvous CTS arrived from process `proc` (runtime.h, "Rendezvous"): the payload of
+// the send request `cookie` leaves now, under `data_tag`.  On the baton holder.
+void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie);
 
 // Matcher callbacks.
 // `t` is r->op.target (or the matcher's copy of it).

@@ -43,28 +43,37 @@ inline void fill_eager_header(char* at, const EpAddr& a, int src_rank, int tag) 
 // which the engine flushes at once if the baton is free (p2p.cc).
 void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len);
 
+// MPI_Send of a lone packet failed (`call` is the API call): the error, reported.
+[[gnu::cold, gnu::noinline]] int lone_send_failed(int mpi_error, const char* call);
+
 // A blocking send's small packet, written on the caller's stack: it leaves from here if
 // nothing of the endpoint's waits (Engine::try_send_alone), else through the outbox.
-[[gnu::always_inline]] inline void send_packet_now(Endpoint* ep, int proc, const char* packet,
-                                                   size_t len) {
-  if (!runtime()->engine.try_send_alone(*ep->outbox, proc, packet, len)) {
+// Returns EP_SUCCESS or the error of a failed MPI_Send.
+[[gnu::always_inline]] inline int send_packet_now(Endpoint* ep, int proc, const char* packet,
+                                                  size_t len, const char* call) {
+  int mpi_error = MPI_SUCCESS;
+  if (!runtime()->engine.try_send_alone(*ep->outbox, proc, packet, len, &mpi_error)) {
     send_packet_queued(ep, proc, packet, len);
+    return EP_SUCCESS;
   }
+  return mpi_error == MPI_SUCCESS ? EP_SUCCESS : lone_send_failed(mpi_error, call);
 }
 
-// The short way (above): true once the message left; false, having done nothing, for
-// any other message (the caller then uses send()).  Arguments are already checked.
-[[gnu::always_inline]] inline bool send_small_remote(const void* buf, int count,
+// The short way (above): EP_SUCCESS (or the error of its MPI_Send) once the message
+// left; kNotShort, having done nothing, for any other message (the caller then uses
+// send()).  Arguments are already checked.
+constexpr int kNotShort = -1;
+[[gnu::always_inline]] inline int send_small_remote(const void* buf, int count,
                                                      const TypeInfo& ti, int dest, int tag,
                                                      Endpoint* ep) {
   constexpr int64_t kMaxBytes =
       static_cast<int64_t>(progress::Engine::kSmallPacketBytes - kEagerHeaderBytes);
-  if (!ti.contiguous || dest < 0) return false;  // dest: EP_PROC_NULL
+  if (!ti.contiguous || dest < 0) return kNotShort;  // dest: EP_PROC_NULL
   const int64_t bytes = ti.size * count;
   Runtime* rt = runtime();
   const EpAddr& a = ep->comm->peer(dest);
   if (bytes > kMaxBytes || bytes > rt->config.eager_limit || a.proc == rt->world_rank) {
-    return false;
+    return kNotShort;
   }
   alignas(8) char packet[progress::Engine::kSmallPacketBytes];
   fill_eager_header(packet, a, ep->rank, tag);
@@ -73,8 +82,8 @@ void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len);
                static_cast<size_t>(bytes));
   }
   rt->count(rt->counters.remote_eager);
-  send_packet_now(ep, a.proc, packet, kEagerHeaderBytes + static_cast<size_t>(bytes));
-  return true;
+  return send_packet_now(ep, a.proc, packet, kEagerHeaderBytes + static_cast<size_t>(bytes),
+                         "EP_Send");
 }
 
 }  // namespace ep::runtime

@@ -12,6 +12,7 @@
 #include "runtime/bsend.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
+#include "runtime/wait.h"
 
 namespace ep::runtime {
 
@@ -118,7 +119,9 @@ void request_unref(Request* r) {
 }
 
 void request_complete(Request* r, bool inline_payload) {
-  if (r->kind == RequestKind::kBsend && r->bsend != nullptr) r->bsend->release(r->segment);
+  if (r->kind == RequestKind::kBsend && r->bsend != nullptr) {
+    r->bsend->release(r->segment, r->payload_leaving);
+  }
   const uint32_t bits = inline_payload ? Request::kComplete | Request::kInline : Request::kComplete;
   if (waited_here(r)) {
     request_complete_waited(r, bits);
@@ -162,144 +165,136 @@ bool take_from_line(Request* r, Matcher& m) {
 }
 }  // namespace
 
-// Rounds of the tight polling loop between two steps of the back-off: about 550
-// cycles here (`pause` takes 34), so the back-off, which reads the clock at every 16th
-// step, still sees its yield slices (Backoff::kSliceNs) within about 3 us.  64 rounds
-// measured the same round trip but stretched that to 13 us.
-constexpr int kLightSpins = 16;
-
-void request_wait(Request* r, progress::Policy policy) {
-  // Already complete (the common case in EP_Waitall over a window of receives that one
-  // pass delivered): return before announcing ourselves as a helper, which costs two
-  // RMWs on the engine's shared counter and a clock read.
-  if (request_done(r)) return;
-  WaitScope scope(r);  // unless the caller's scope covers r already (EP_Waitall)
-  progress::Backoff b(policy);
-  // Only a transfer with another process involves the engine.
-  progress::Engine* engine = r->needs_engine ? &runtime()->engine : nullptr;
-  // While we help, the progress thread stands aside (see Engine::helper_enter).
-  bool helping = r->needs_engine;
-  if (helping) engine->helper_enter();
-  // A blocking receive from this process: its message may arrive on the line.
-  Matcher* line = r->op.line_wait ? &r->owner->matcher : nullptr;
-  for (;;) {
-    uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
+namespace {
+// request_wait's side of the wait loop (wait.h).  A blocking receive from this process
+// also polls the matcher's line ("Delivered on the line" in matching.h) and withdraws
+// from it before it sleeps: nobody wakes a sleeper on the line.
+struct RequestWait {
+  Request* r;
+  Matcher* line;
+  bool ready() {
+    const uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
       if ((s & Request::kInline) != 0 && !r->inline_taken) request_take_inline(r);
-      if (helping) engine->helper_leave(/*wake_now=*/false);
-      return;
+      return true;
     }
-    if (line != nullptr && take_from_line(r, *line)) return;  // (never helping: no engine)
-    // A transfer with another process: drive MPI ourselves rather than wait for the
-    // progress thread to be scheduled (see "The progress baton" in engine.h).
-    if (r->needs_engine && !helping && b.spinning()) {
-      engine->helper_enter();
-      helping = true;
-    }
-    if (r->needs_engine && engine->try_progress(&r->state, Request::kComplete)) {
-      // A pass that made progress keeps a point-to-point waiter hot.  A collective
-      // waiter's passes mostly serve other traffic (window operations, other
-      // communicators) while its operation waits for slower endpoints: it backs off
-      // to sleep as usual and leaves the passes to the progress thread.
-      if (r->kind != RequestKind::kColl) b.reset();
-      continue;
-    }
-    if (engine == nullptr && policy != progress::Policy::kYield && b.spinning()) {
-      // A completion by a thread of this process: poll in a tight loop (a load and a
-      // `pause` per round) between the back-off's steps (see "Spinning lightly").
-      bool done = false;
-      for (int k = 0; k < kLightSpins && !done; ++k) {
-        progress::cpu_relax();
-        done = (r->state.load(std::memory_order_relaxed) & Request::kComplete) != 0 ||
-               (line != nullptr && line->delivered_hint());
-      }
-      if (done) continue;  // the loop's head re-reads it with acquire
-    }
-    // A helper's failed pass ran an MPI probe, a longer pause than `pause` itself.
-    int64_t ns = b.pause(/*relax=*/!helping);
-    if (ns == 0) {
-      // A collective has several endpoint threads of this process waiting at once,
-      // usually more threads than cores: spinning would keep the one thread that can
-      // finish the operation off its core for a whole time slice.  Likewise while
-      // another thread of this process holds the baton: it completes our request, and
-      // it may need our core to do so.
-      if (r->kind == RequestKind::kColl || (r->needs_engine && engine->baton_held())) {
-        sched_yield();
-      }
-      continue;
-    }
-    if (line != nullptr) {            // nobody wakes a sleeper on the line: stop polling it first
-      if (!line->withdraw_line(r)) {  // another thread is matching: it will not be long
-        sched_yield();
-        continue;
-      }
-      if (take_from_line(r, *line)) return;  // delivered before we withdrew
-      line = nullptr;
-      continue;  // recheck the state before sleeping
-    }
-    if (helping) {  // we stop helping before sleeping: the progress thread takes over
-      engine->helper_leave(/*wake_now=*/true);
-      helping = false;
-    }
+    return line != nullptr && take_from_line(r, *line);
+  }
+  bool sleep(int64_t ns) {
     uint32_t expected = Request::kPending;
-    // relaxed on failure: we re-read with acquire at the top of the loop.
-    if (s == Request::kPendingWaited ||
-        r->state.compare_exchange_strong(expected, Request::kPendingWaited,
-                                         std::memory_order_relaxed)) {
-      progress::futex_wait(r->state, Request::kPendingWaited, ns);
+    // relaxed: the futex re-checks the word and ready() re-reads it with acquire.
+    if (r->state.load(std::memory_order_relaxed) != Request::kPendingWaited &&
+        !r->state.compare_exchange_strong(expected, Request::kPendingWaited,
+                                          std::memory_order_relaxed)) {
+      return false;
     }
+    return progress::futex_wait(r->state, Request::kPendingWaited, ns);
   }
-}
-
-void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers) {
-  const progress::Policy policy = runtime()->config.progress_policy;
-  progress::Backoff b(policy);
-  while (word.load(std::memory_order_acquire) == seen) {  // pairs: generation_advance
-    int64_t ns = b.pause();
-    if (ns == 0) {
-      if (policy != progress::Policy::kSpin) sched_yield();
-      continue;
+  bool before_sleep() {
+    if (line == nullptr) return true;
+    if (!line->withdraw_line(r)) {  // another thread is matching: it will not be long
+      sched_yield();
+      return false;
     }
-    sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (word.load(std::memory_order_seq_cst) == seen) progress::futex_wait(word, seen, ns);
-    sleepers.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only spares a wake
+    Matcher* m = line;
+    line = nullptr;
+    take_from_line(r, *m);  // a delivery that came before the withdrawal completes r now
+    return false;           // ready() looks again before we sleep
   }
-}
-
-void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers) {
-  word.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_seq_cst) > 0) progress::futex_wake_all(word);
-}
-
-int wait_mpi(MPI_Request* reqs, int n) {
-  const progress::Policy policy = runtime()->config.progress_policy;
-  progress::Engine& engine = runtime()->engine;
-  progress::Backoff b(policy);
-  bool polling = false;  // the progress thread was asked to keep polling
-  int err = MPI_SUCCESS;
-  for (;;) {
-    int flag = 0;
-    err = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
-    if (flag != 0 || err != MPI_SUCCESS) break;
-    const int64_t ns = b.pause();
-    if (!polling && !b.spinning()) {  // a long wait: the progress thread serves the rest
-      engine.keep_polling_enter();
-      polling = true;
+  const std::atomic<uint32_t>* watch() const { return &r->state; }
+  uint32_t mask() const { return Request::kComplete; }
+  // A completion by a thread of this process: one load and one `pause` per round, as the
+  // atomic-flag baseline of the local ping-pong does.
+  bool spin_lightly() {
+    for (int k = 0; k < 16; ++k) {
+      progress::cpu_relax();
+      // relaxed: ready() re-reads with acquire.
+      if ((r->state.load(std::memory_order_relaxed) & Request::kComplete) != 0 ||
+          (line != nullptr && line->delivered_hint())) {
+        return true;
+      }
     }
-    if (ns == 0) continue;  // pause() yields once the wait is past its spin phase
-    struct timespec ts = {static_cast<time_t>(ns / 1'000'000'000),
-                          static_cast<long>(ns % 1'000'000'000)};
-    nanosleep(&ts, nullptr);
+    return false;
   }
-  if (polling) engine.keep_polling_leave();
-  return err;
+};
+}  // namespace
+
+void request_wait(Request* r) {
+  // Already complete (the common case in EP_Waitall over a window of receives that one
+  // pass delivered): no scope, no clock.
+  if (request_done(r)) return;
+  WaitScope scope(r);  // unless the caller's scope covers r already (EP_Waitall)
+  RequestWait w{r, r->op.line_wait ? &r->owner->matcher : nullptr};
+  wait_loop(w, r->needs_engine ? Drive::kYes : Drive::kNo);
 }
 
-void Request::on_complete(const MPI_Status& st, int mpi_error) {
-  if (kind == RequestKind::kRecv || kind == RequestKind::kDrain) {
-    if (mpi_error != MPI_SUCCESS) {
-      status.EP_ERROR = from_mpi(mpi_error);
-    } else if (drain_buf != nullptr) {
+namespace {
+// request_wait_any's side of the wait loop: it sleeps on every pending request's state
+// at once (futex_wait_any), each armed as request_wait arms one.
+struct AnyWait {
+  Request* const* reqs;
+  int n;
+  bool ready() {
+    for (int i = 0; i < n; ++i) {
+      if (reqs[i] != nullptr && request_done(reqs[i])) return true;
+    }
+    return false;
+  }
+  bool sleep(int64_t ns) {
+    std::atomic<uint32_t>* words[progress::kMaxWaitWords];
+    uint32_t expected[progress::kMaxWaitWords];
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      if (reqs[i] == nullptr) continue;
+      std::atomic<uint32_t>& st = reqs[i]->state;
+      uint32_t s = Request::kPending;
+      // relaxed: ready() below re-reads with acquire, the kernel compares the words.
+      if (st.load(std::memory_order_relaxed) != Request::kPendingWaited &&
+          !st.compare_exchange_strong(s, Request::kPendingWaited, std::memory_order_relaxed)) {
+        return false;  // it changed: look again
+      }
+      if (k < progress::kMaxWaitWords) {
+        words[k] = &st;
+        expected[k++] = Request::kPendingWaited;
+      }
+    }
+    if (k == 0 || ready()) return false;
+    // Beyond kMaxWaitWords requests the others are polled once a millisecond.
+    const int64_t timeout = k < n_pending() ? std::min<int64_t>(ns, 1'000'000) : ns;
+    return progress::futex_wait_any(words, expected, k, timeout);
+  }
+  int n_pending() const {
+    int m = 0;
+    for (int i = 0; i < n; ++i) m += reqs[i] != nullptr;
+    return m;
+  }
+  bool before_sleep() { return true; }
+  const std::atomic<uint32_t>* watch() const { return nullptr; }
+  uint32_t mask() const { return 0; }
+  bool spin_lightly() {
+    for (int k = 0; k < 4; ++k) {
+      progress::cpu_relax();
+      if (ready()) return true;
+    }
+    return false;
+  }
+};
+}  // namespace
+
+void request_wait_any(Request* const* reqs, int n) {
+  AnyWait w{reqs, n};
+  bool engine = false;
+  for (int i = 0; i < n; ++i) engine |= reqs[i] != nullptr && reqs[i]->needs_engine;
+  wait_loop(w, engine ? Drive::kYes : Drive::kNo);
+}
+
+void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall call) {
+  if (mpi_error != MPI_SUCCESS) {
+    status.EP_ERROR = from_mpi(mpi_error);
+    this->mpi_error = mpi_error;
+    mpi_call = call;
+  } else if (kind == RequestKind::kRecv || kind == RequestKind::kDrain) {
+    if (drain_buf != nullptr) {
       // Truncated rendezvous: the whole payload arrived in drain_buf; keep the prefix.
       unpack(drain_buf, drain_bytes, buf, count, type, ti);
       status.ep_bytes_ = ti.size * count < drain_bytes ? ti.size * count : drain_bytes;
@@ -308,10 +303,16 @@ void Request::on_complete(const MPI_Status& st, int mpi_error) {
       MPI_Get_elements_x(&st, MPI_BYTE, &n);
       status.ep_bytes_ = n;
     }
-  } else if (mpi_error != MPI_SUCCESS) {
-    status.EP_ERROR = from_mpi(mpi_error);
   }
   request_complete(this);
+}
+
+int report_mpi_failure(const Request* r, const char* call) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  MPI_Error_string(r->mpi_error, text, &len);
+  return fail(r->status.EP_ERROR, call, "%s failed: %s", progress::mpi_call_name(r->mpi_call),
+              text);
 }
 
 }  // namespace ep::runtime

@@ -81,6 +81,7 @@
 #include "progress/engine.h"
 #include "progress/fast_tls.h"
 #include "runtime/datatype.h"
+#include "runtime/wait.h"
 
 namespace ep::runtime {
 
@@ -122,7 +123,7 @@ struct MatchOp {
   // kRecv: the waiter also polls the matcher's line (see "Delivered on the line" in
   // matching.h); written by the owner before posting and, withdrawn, under the line.
   bool line_wait = false;
-  std::atomic<uint32_t> done{0};  // probes/cancel: release by matcher, acquire by poster
+  Flag done;                      // probes/cancel: set by the matcher once answered
   Envelope* env = nullptr;        // mprobe result
   EP_Status status{};             // probe result
 };
@@ -173,6 +174,7 @@ struct alignas(64) Request final : progress::Completion {
   // kBsend: the segment of the attached buffer to release on completion.
   BsendBuffer* bsend = nullptr;
   void* segment = nullptr;
+  bool payload_leaving = false;  // its rendezvous payload was started (BsendBuffer::sending)
   // kGrequest (runtime/grequest.h): the user's callbacks, written before publication;
   // greq_flags is the free/complete handshake (Grequest bits, acq_rel RMWs).
   EP_Grequest_query_function* query_fn = nullptr;
@@ -181,8 +183,12 @@ struct alignas(64) Request final : progress::Completion {
   void* extra_state = nullptr;
   std::atomic<uint32_t> greq_flags{0};
 
+  // An MPI call of this request's transfer failed (on_complete): its error and name.
+  int mpi_error = MPI_SUCCESS;
+  progress::MpiCall mpi_call = progress::MpiCall::kSendData;
+
   // progress::Completion: an MPI transfer of this request finished (progress thread).
-  void on_complete(const MPI_Status& status, int mpi_error) override;
+  void on_complete(const MPI_Status& status, int mpi_error, progress::MpiCall call) override;
 };
 
 // A pending request; `user_handle` false: nobody will release it but its completion.
@@ -287,40 +293,15 @@ inline void request_complete_waited(Request* r, uint32_t bits = Request::kComple
   // request_wait() and request_done() (as request_complete's fetch_or).
   r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
 }
-// Blocks (spin, yield, futex) until complete.
-void request_wait(Request* r, progress::Policy policy);
-
-// A generation word that one thread advances and others wait on (the collectives'
-// fast path).  generation_wait returns once `word` != `seen` (acquire: pairs with the
-// advance): it yields while the wait is young (the advancing thread may need this
-// core), then sleeps on the futex, counted in `sleepers`.  It drives no engine
-// passes: the advancing thread's wait does what the process needs (wait_mpi).
-// generation_advance increments `word` (seq_cst: a release of everything written before it) and
-// wakes the sleepers.  Dekker pairing: a sleeper increments `sleepers` and re-reads `word`, the
-// advancer increments `word` and reads `sleepers`, all seq_cst: at least one of them sees the
-// other's write, and futex_wait rechecks `word` in the kernel.
-void generation_wait(std::atomic<uint32_t>& word, uint32_t seen, std::atomic<int>& sleepers);
-void generation_advance(std::atomic<uint32_t>& word, std::atomic<int>& sleepers);
-
-// Waits for `n` MPI requests the caller started itself, outside the engine (the
-// collectives' process-level communicators): tests them while the wait is young, then
-// yields, then sleeps between tests; past the spin phase the progress thread is asked
-// to keep polling (as in generation_wait).  Never blocks inside MPI, which would
-// hold MPICH's global lock against the progress thread for the whole wait.  Returns
-// MPI's error code.
-int wait_mpi(MPI_Request* reqs, int n);
-// Waits for an arbitrary condition with the same back-off, without a futex.
-template <class F>
-void wait_until(F&& ready, progress::Policy policy) {
-  progress::Backoff b(policy);
-  while (!ready()) {
-    int64_t ns = b.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 200000 ? ns : 200000};
-      nanosleep(&ts, nullptr);
-    }
-  }
-}
+// Records (fail()) for `call` the message of r's failed MPI call - its name and MPI's
+// error string - and returns r's error code.  For a request with r->mpi_error set.
+int report_mpi_failure(const Request* r, const char* call);
+// Blocks until complete (runtime/wait.h: spin - driving the engine if the request
+// needs MPI -, yield, then sleep on `state` until the completer wakes it).
+void request_wait(Request* r);
+// Blocks until one of the n requests (nullptr entries skipped; at least one not) is
+// complete: EP_Waitany, EP_Waitsome.
+void request_wait_any(Request* const* reqs, int n);
 
 }  // namespace ep::runtime
 

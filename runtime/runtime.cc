@@ -2,12 +2,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "ep/ep.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
+#include "runtime/wait.h"
 
 namespace ep::runtime {
 
@@ -66,6 +68,13 @@ void Runtime::on_record(int src_proc, const char* packet, size_t len) {
 
 void Runtime::on_other_record(int src_proc, const char* packet, size_t len) {
   release_held();  // it takes the usual way, after the records before it
+  const auto* h = reinterpret_cast<const WireHeader*>(packet);
+  if (len >= sizeof(WireHeader) && h->kind == WireHeader::kCts) {
+    WireHeader cts;
+    std::memcpy(&cts, packet, sizeof cts);
+    start_rendezvous_payload(src_proc, cts.data_tag, cts.cookie);  // p2p.h
+    return;
+  }
   PacketSink::on_record(src_proc, packet, len);  // a block of its own
 }
 
@@ -130,9 +139,13 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
     e->kind = Envelope::kRemoteRndv;
     e->src_proc = src_proc;
     e->data_tag = h->data_tag;
+    e->cookie = h->cookie;
   }
   arrive(ep, e);
 }
+
+const progress::Stats& engine_stats() { return runtime()->engine.stats(); }
+void inject_mpi_failure(progress::MpiCall call, int n) { runtime()->engine.inject_failure(call, n); }
 
 int runtime_init() {
   int init = 0, fin = 0;
@@ -188,7 +201,9 @@ int runtime_finalize() {
   Runtime* rt = runtime();
   // Every process has finished its own communication when it gets here; the
   // barrier makes sure no peer still sends to us before the engine stops.
-  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+  wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
   rt->engine.stop();
   if (rt->config.stats) {
     const auto& s = rt->engine.stats();
@@ -199,14 +214,16 @@ int runtime_finalize() {
         "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-        "dropped_packets=%llu\n",
+        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
         (unsigned long long)s.packets_sent.load(), (unsigned long long)s.bundles_sent.load(),
         (unsigned long long)s.packets_received.load(), (unsigned long long)s.data_sent.load(),
         (unsigned long long)s.data_received.load(), (unsigned long long)s.loops.load(),
-        (unsigned long long)s.sleeps.load(), (unsigned long long)c.dropped_packets.load());
+        (unsigned long long)s.sleeps.load(),
+        (unsigned long long)(c.dropped_packets.load() + s.packets_dropped.load()),
+        (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups());
   }
   comm_free_all();
   datatype_finalize();

@@ -30,17 +30,25 @@ namespace ep::runtime {
 // messages of up to 28 bytes about 0.15 us faster one way than larger ones (measured
 // on this machine: MPI_Isend of 28 bytes ~570 cycles, of 29 bytes ~1000), so small
 // messages gain a fifth of their one-way latency.
+// Rendezvous (kRts, kCts): a message above EP_EAGER_LIMIT leaves its sender only once
+// its receive has matched.  The sender's RTS names the message (its envelope, size and
+// the data tag its payload will carry) and the send request (`cookie`); the receiver's
+// matcher, when a receive takes it, has the engine post MPI_Irecv of the payload and
+// then send a CTS back with the cookie; the sender's engine, on the CTS, posts the
+// payload's MPI_Isend.  So MPI never holds a libep payload as an unexpected message.
 struct WireHeader {
   // kRma: a one-sided packet (rma/window.h); ctx is then the destination window id.
-  enum Kind : uint8_t { kEager = 1, kRts = 2, kRma = 3 };
+  // kCts: only data_tag and cookie are meaningful.
+  enum Kind : uint8_t { kEager = 1, kRts = 2, kRma = 3, kCts = 4 };
   uint32_t ctx;        // receiver's context id
   uint16_t dst_local;  // receiver's local endpoint index
   uint8_t kind;
   uint8_t sync;
   int32_t src_rank;  // sender's rank in the communicator
   int32_t tag;
-  int32_t data_tag;  // kRts: tag of the payload on the data comm
+  int32_t data_tag;  // kRts, kCts: tag of the payload on the data comm
   int64_t bytes;     // packed payload size (not in an eager packet)
+  uint64_t cookie;   // kRts, kCts: the sender's Request
 };
 constexpr size_t kEagerHeaderBytes = 16;
 static_assert(offsetof(WireHeader, data_tag) == kEagerHeaderBytes,
@@ -101,6 +109,11 @@ extern std::atomic<Runtime*> g_runtime;
 inline Runtime* runtime() {
   return g_runtime.load(std::memory_order_acquire);  // pairs with the release in runtime_init
 }
+// The engine's counters (EP_STATS, tests) and its failure hook (tests only: the next
+// `n` calls of `call` fail with MPI_ERR_OTHER).
+const progress::Stats& engine_stats();
+void inject_mpi_failure(progress::MpiCall call, int n);
+
 // EP_Init/EP_Finalize bodies (argument checks are in api/).  Return EP_ERR_* codes.
 int runtime_init();
 int runtime_finalize();

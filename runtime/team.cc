@@ -1,12 +1,9 @@
 #include "runtime/team.h"
 
-#include <time.h>
 
 #include <algorithm>
-#include <chrono>
 
 #include "ep/ep.h"
-#include "progress/backoff.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
 
@@ -63,7 +60,7 @@ void Team::depart_locked(bool syncing) {
   departed_ = 0;
   syncing_ = 0;
   waiting_ = 0;
-  cv_.notify_all();
+  changed_.notify();
 }
 
 int Team::leave(const char* call) {
@@ -142,46 +139,52 @@ int64_t Team::work_on(HelpJob& job) {
 
 void Team::help_until_closed(uint64_t epoch) {
   helpers_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a hint for posters
-  progress::Backoff backoff(runtime()->config.progress_policy);
-  progress::Engine& engine = runtime()->engine;
   for (;;) {
     HelpJob* job = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (epoch_ != epoch) break;
-      // Jobs whose chunks are all claimed need nobody else: drop them from the queue.
-      // relaxed: a stale value only makes us look at a job once more.
-      while (!jobs_.empty() &&
-             jobs_.front()->next.load(std::memory_order_relaxed) >= jobs_.front()->chunks) {
-        jobs_.pop_front();
-      }
-      if (!jobs_.empty()) {
-        job = jobs_.front();
-        // relaxed: mu_ orders it before the poster's removal and its acquire load.
-        job->users.fetch_add(1, std::memory_order_relaxed);
-      }
+      job = claim_locked();
     }
     if (job != nullptr) {
       const int64_t ran = work_on(*job);
       helped_chunks_.fetch_add(static_cast<uint64_t>(ran), std::memory_order_relaxed);  // stats
       job->users.fetch_sub(1, std::memory_order_release);  // pairs: acquire in run_job()
-      backoff.reset();
+      changed_.notify();  // run_job may wait for us
       continue;
     }
-    // No job: progress the process's pending point-to-point (and collective schedules)
-    // while we are awake.  Progress does not restart the spin phase: on 2 cores a helper
-    // that kept spinning would take the core from the thread it should help (and from
-    // the other processes); posting a job wakes it from its sleep.
-    if (engine.try_progress()) {
-      helped_passes_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-    }
-    const int64_t ns = backoff.pause();
-    if (ns > 0) {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (epoch_ == epoch && jobs_.empty()) cv_.wait_for(lock, std::chrono::nanoseconds(ns));
-    }
+    // No job: wait for one or for the epoch's end (runtime/wait.h), progressing the
+    // process's pending point-to-point and collective schedules while we spin.
+    wait_until(
+        changed_,
+        [&] {
+          std::lock_guard<std::mutex> lock(mu_);
+          return epoch_ != epoch || has_job_locked();
+        },
+        Drive::kYes);
   }
   helpers_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a hint
+}
+
+HelpJob* Team::claim_locked() {
+  // Jobs whose chunks are all claimed need nobody else: drop them from the queue.
+  // relaxed: a stale value only makes us look at a job once more.
+  while (!jobs_.empty() &&
+         jobs_.front()->next.load(std::memory_order_relaxed) >= jobs_.front()->chunks) {
+    jobs_.pop_front();
+  }
+  if (jobs_.empty()) return nullptr;
+  HelpJob* job = jobs_.front();
+  // relaxed: mu_ orders it before the poster's removal and its acquire load.
+  job->users.fetch_add(1, std::memory_order_relaxed);
+  return job;
+}
+
+bool Team::has_job_locked() const {
+  for (const HelpJob* j : jobs_) {
+    if (j->next.load(std::memory_order_relaxed) < j->chunks) return true;  // relaxed: a hint
+  }
+  return false;
 }
 
 void Team::run_job(HelpJob& job) {
@@ -190,27 +193,21 @@ void Team::run_job(HelpJob& job) {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(&job);
   }
-  cv_.notify_all();
+  changed_.notify();
   work_on(job);
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = std::find(jobs_.begin(), jobs_.end(), &job);
     if (it != jobs_.end()) jobs_.erase(it);
   }
-  // The last chunks may still run on helpers: at most one chunk each.
-  // acquire: pairs with the release increments in work_on() and the release
-  // decrement of users in help_until_closed().
-  // A helper preempted in its chunk (more threads than cores) needs our core: the
-  // back-off spins, yields, then sleeps.
-  progress::Backoff backoff(progress::Policy::kAdaptive);
-  while (job.done.load(std::memory_order_acquire) != job.chunks ||
-         job.users.load(std::memory_order_acquire) != 0) {
-    const int64_t ns = backoff.pause();
-    if (ns > 0) {
-      struct timespec ts = {0, ns < 50000 ? ns : 50000};
-      nanosleep(&ts, nullptr);
-    }
-  }
+  // The last chunks may still run on helpers (at most one chunk each), which may need
+  // our core: wait (runtime/wait.h) until every chunk is done and no helper holds the
+  // job.  acquire: pairs with the release increments in work_on() and the release
+  // decrement of users in help_until_closed(), each followed by a notify.
+  wait_until(changed_, [&job] {
+    return job.done.load(std::memory_order_acquire) == job.chunks &&
+           job.users.load(std::memory_order_acquire) == 0;
+  });
 }
 
 int Team::other_members() {

@@ -42,11 +42,12 @@
 #define EP_RUNTIME_TEAM_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
+
+#include "runtime/wait.h"
 
 namespace ep::runtime {
 
@@ -99,13 +100,17 @@ class Team {
   void depart_locked(bool syncing);
   // Helps until the epoch `epoch` closed.
   void help_until_closed(uint64_t epoch);
+  // The first job with unclaimed chunks, with a user's reference taken; or nullptr.
+  HelpJob* claim_locked();
+  bool has_job_locked() const;
   // Runs unclaimed chunks of `job`; returns how many.
   static int64_t work_on(HelpJob& job);
 
   const int maxsize_;
   const bool balanced_;
   std::mutex mu_;
-  std::condition_variable cv_;   // epoch closed, or a job was posted
+  Event changed_;                // notified: an epoch closed, a job was posted, a helper
+                                 // finished a chunk or let go of a job
   int size_ = 0;                 // teamsize of the open epoch; 0: no epoch (empty team)
   int joined_ = 0;               // members of the open epoch so far
   int departed_ = 0;             // of them, those that left, broke or synced

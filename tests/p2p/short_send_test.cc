@@ -130,11 +130,11 @@ TEST(ShortSend, ProcNullAndBadArgumentsKeepTheirMeaning) {
 }
 
 // Between endpoints of two processes (communicator rank 0 in process 0, the last rank
-// in the last process): a 100-byte EP_Send returns before the receiver posts its
-// receive, so the receiver may take a later message first - with the default limit
-// because the message is eager (the short way), under EP_EAGER_LIMIT=16 because a
-// rendezvous's payload is handed to MPI at once (MPI_Isend on the data comm), which
-// buffers so small a payload.  Both arrive intact, each to its own receive.
+// in the last process): a 100-byte message started before a small one may be received
+// after it - with the default limit the first is eager (the short way: EP_Send returns
+// before any receive is posted), under EP_EAGER_LIMIT=16 it is a rendezvous, whose
+// payload leaves only once its receive is posted (so it is started with EP_Isend).
+// Both arrive intact, each to its own receive.
 TEST(ShortSend, ALaterMessageMayBeReceivedFirst) {
   if (world_size() < 2) GTEST_SKIP() << "needs two processes";
   run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
@@ -146,8 +146,10 @@ TEST(ShortSend, ALaterMessageMayBeReceivedFirst) {
     for (int i = 0; i < 100; ++i) data[i] = static_cast<uint8_t>(i * 7 + 1);
     int first = 11, second = 0;
     if (rank == sender) {
-      ASSERT_EQ(EP_Send(data.data(), 100, MPI_BYTE, receiver, 1, comm), EP_SUCCESS);
+      EP_Request r = EP_REQUEST_NULL;
+      ASSERT_EQ(EP_Isend(data.data(), 100, MPI_BYTE, receiver, 1, comm, &r), EP_SUCCESS);
       ASSERT_EQ(EP_Send(&first, 1, MPI_INT, receiver, 2, comm), EP_SUCCESS);
+      ASSERT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
     } else if (rank == receiver) {
       ASSERT_EQ(EP_Recv(&second, 1, MPI_INT, sender, 2, comm, EP_STATUS_IGNORE), EP_SUCCESS);
       EP_Status st;

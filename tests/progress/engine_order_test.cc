@@ -179,7 +179,11 @@ TEST(EngineOrder, ExactlyOnceInOrderWhileWaitersUseUpThePostedReceives) {
         for (size_t i = kHead; i < len; ++i) buf[i] = pattern(h.src, h.seq, i);
         if (alone[peer]) {
           // Another thread's pass may hold the baton for a moment: try again.
-          while (!engine.try_send_alone(*idle_outbox, peer, buf, len)) std::this_thread::yield();
+          int mpi_error = MPI_SUCCESS;
+          while (!engine.try_send_alone(*idle_outbox, peer, buf, len, &mpi_error)) {
+            std::this_thread::yield();
+          }
+          ASSERT_EQ(mpi_error, MPI_SUCCESS);
           std::free(buf);
           ++lone_sends;
           continue;

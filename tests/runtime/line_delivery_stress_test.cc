@@ -387,7 +387,7 @@ Counts run_scenario(const RunParams& p) {
         op.req = pr.req;
         matcher->post(&op);
         Pause pause;
-        while (op.done.load(std::memory_order_acquire) == 0) pause();  // pairs: matcher's release
+        while (!op.done.is_set()) pause();  // acquire: pairs with the matcher's set()
         if (op.found) {
           pr.cancelled = true;
           ++cancels_found;
@@ -442,7 +442,7 @@ Counts run_scenario(const RunParams& p) {
     op.source = EP_ANY_SOURCE;
     op.tag = EP_ANY_TAG;
     matcher->post(&op);
-    EXPECT_EQ(op.done.load(std::memory_order_acquire), 1u) << where;  // idle matcher: in place
+    EXPECT_TRUE(op.done.is_set()) << where;  // idle matcher: in place
     EXPECT_FALSE(op.found) << "a message is left unexpected" << where;
   }
   matcher.reset();

@@ -162,7 +162,7 @@ void deliver_fn(Request* r, const ep::runtime::RecvTarget& t, Envelope* e) {
 void wait_done(const MatchOp& op) {
   Pause pause;
   // acquire: pairs with the matcher's release store of done.
-  while (op.done.load(std::memory_order_acquire) == 0) pause();
+  while (!op.done.is_set()) pause();
 }
 
 int64_t matches_now(Record& rec) {

@@ -87,7 +87,7 @@ TEST(WaitScope, CompletionsInAndOutOfTheScope) {
   Request* theirs = request_new(RequestKind::kRecv, true);
   std::atomic<bool> done{false};
   std::thread waiter([&] {
-    ep::runtime::request_wait(theirs, ep::progress::Policy::kAdaptive);
+    ep::runtime::request_wait(theirs);
     done.store(true, std::memory_order_release);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter sleeps
