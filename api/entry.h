@@ -5,6 +5,7 @@
 #ifndef EP_API_ENTRY_H_
 #define EP_API_ENTRY_H_
 
+#include <cstddef>
 #include <cstdio>
 
 #include "ep/ep.h"
@@ -14,6 +15,16 @@
 #include "runtime/p2p.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
+
+// The bottom package's codes and status layout are the public header's (base/types.h).
+static_assert(ep::EP_ERR_LASTCODE == EP_ERR_LASTCODE && ep::EP_ERR_OTHER == EP_ERR_OTHER &&
+                  ep::EP_ERR_ARG == EP_ERR_ARG && ep::EP_ERR_TEAM == EP_ERR_TEAM,
+              "base/types.h and ep.h number the codes alike");
+static_assert(sizeof(ep::Status) == sizeof(EP_Status) &&
+                  offsetof(ep::Status, EP_ERROR) == offsetof(EP_Status, EP_ERROR) &&
+                  offsetof(ep::Status, ep_bytes_) == offsetof(EP_Status, ep_bytes_),
+              "ep::Status has EP_Status's layout");
+static_assert(ep::kBsendOverhead == EP_BSEND_OVERHEAD, "EP_BSEND_OVERHEAD");
 
 // EP_Group is a pointer to this.  `magic` first, as in every handle object, so that a
 // handle of another kind is told apart by its first word (as_group).
@@ -142,7 +153,7 @@ inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo*
 // What a completed operation reports, written into the caller's status: everything but
 // EP_ERROR, which only the multi-completion calls write, when they return
 // EP_ERR_IN_STATUS (API.md; MPI 3.1 section 3.2.5).
-inline void write_status(EP_Status* dst, const EP_Status& src) {
+inline void write_status(EP_Status* dst, const ep::Status& src) {
   if (dst == EP_STATUS_IGNORE) return;
   dst->EP_SOURCE = src.EP_SOURCE;
   dst->EP_TAG = src.EP_TAG;

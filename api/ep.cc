@@ -129,7 +129,7 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
 int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   Request* r = reinterpret_cast<Request*>(*handle_ptr);
   if (r->kind == ep::runtime::RequestKind::kGrequest) {
-    EP_Status local;
+    ep::Status local;
     int err = ep::runtime::grequest_finish(r, &local);
     write_status(st, local);
     *handle_ptr = EP_REQUEST_NULL;
@@ -202,7 +202,7 @@ int iprobe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Status* status,
     if (status) status->EP_SOURCE = EP_PROC_NULL;
     return EP_SUCCESS;
   }
-  EP_Status found;
+  ep::Status found;
   *flag = block ? ep::runtime::probe_wait(source, tag, ep, &found, nullptr)
                 : ep::runtime::probe(source, tag, ep, &found, nullptr);
   if (*flag) write_status(status, found);
@@ -226,7 +226,7 @@ int improbe_impl(int source, int tag, EP_Comm comm, int* flag, EP_Message* messa
     return EP_SUCCESS;
   }
   ep::runtime::Envelope* env = nullptr;
-  EP_Status found;
+  ep::Status found;
   *flag = block ? ep::runtime::probe_wait(source, tag, ep, &found, &env)
                 : ep::runtime::probe(source, tag, ep, &found, &env);
   if (*flag) write_status(status, found);
@@ -1051,7 +1051,7 @@ int EP_Request_get_status(EP_Request request, int* flag, EP_Status* status) {
   *flag = ep::runtime::request_done(r);
   if (*flag && r->kind == ep::runtime::RequestKind::kGrequest) {
     // query_fn on every call that finds it complete; the request stays alive.
-    EP_Status local;
+    ep::Status local;
     int err = ep::runtime::grequest_query(r, &local);
     write_status(status, local);
     if (err != EP_SUCCESS) {

@@ -10,6 +10,34 @@
 
 namespace {
 using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
+
+// The application's callbacks and extra_state, behind the runtime's callback types
+// (runtime/request.h): created by EP_Grequest_start, deleted after free_fn ran (free_fn
+// runs exactly once, runtime/grequest.h).
+struct UserGreq {
+  EP_Grequest_query_function* query;
+  EP_Grequest_free_function* free_fn;
+  EP_Grequest_cancel_function* cancel;
+  void* extra_state;
+};
+int query_adapter(void* u, ep::Status* st) {
+  auto* g = static_cast<UserGreq*>(u);
+  EP_Status s;
+  std::memcpy(&s, st, sizeof s);  // (the layouts agree: api/entry.h)
+  const int err = g->query(g->extra_state, &s);
+  std::memcpy(st, &s, sizeof s);
+  return err;
+}
+int free_adapter(void* u) {
+  auto* g = static_cast<UserGreq*>(u);
+  const int err = g->free_fn(g->extra_state);
+  delete g;
+  return err;
+}
+int cancel_adapter(void* u, int complete) {
+  auto* g = static_cast<UserGreq*>(u);
+  return g->cancel(g->extra_state, complete);
+}
 }  // namespace
 
 extern "C" {
@@ -24,7 +52,8 @@ int EP_Grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_fun
     return fail(EP_ERR_ARG, call, "%s is NULL",
                 query_fn == nullptr ? "query_fn" : free_fn == nullptr ? "free_fn" : "cancel_fn");
   }
-  Request* r = ep::runtime::grequest_start(query_fn, free_fn, cancel_fn, extra_state);
+  Request* r = ep::runtime::grequest_start(&query_adapter, &free_adapter, &cancel_adapter,
+                                           new UserGreq{query_fn, free_fn, cancel_fn, extra_state});
   *request = reinterpret_cast<EP_Request>(r);
   return EP_SUCCESS;
 }

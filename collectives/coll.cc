@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/error.h"
 #include "runtime/exchange.h"
 #include "runtime/reduce.h"
@@ -250,7 +250,7 @@ void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
   runtime::copy(src, count, a.type, a.ti, dst, count, a.type, a.ti, a.ti.size * count);
 }
 
-const void* input_of(const Part& p) { return p.sbuf == EP_IN_PLACE ? p.rbuf : p.sbuf; }
+const void* input_of(const Part& p) { return p.sbuf == in_place() ? p.rbuf : p.sbuf; }
 
 bool commutative(MPI_Op op) {
   int flag = 1;
@@ -402,7 +402,7 @@ class GatherOp final : public CollOp {
     root_frag = all_ ? 0 : c->frag_of[args.root];
     BlobWriter w;
     for (const Part& p : parts) {
-      if (p.sbuf == EP_IN_PLACE) {  // the block already sits in the receive buffer
+      if (p.sbuf == in_place()) {  // the block already sits in the receive buffer
         put_ranked(
             w, p.rank,
             pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti), p.rcounts[p.rank], p.rtype, p.rti));
@@ -417,7 +417,7 @@ class GatherOp final : public CollOp {
     for (const std::string& blob : in) {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
-          if ((!all_ && p.rank != args.root) || (p.sbuf == EP_IN_PLACE && r == p.rank)) continue;
+          if ((!all_ && p.rank != args.root) || (p.sbuf == in_place() && r == p.rank)) continue;
           unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
         }
       });
@@ -448,7 +448,7 @@ class ScatterOp final : public CollOp {
   void finish() override {
     for_ranked(in[c->my_frag == root_frag ? c->my_frag : root_frag], [&](int r, std::string& b) {
       Part* p = part_of_rank(*this, r);
-      if (p == nullptr || (r == args.root && p->rbuf == EP_IN_PLACE)) return;
+      if (p == nullptr || (r == args.root && p->rbuf == in_place())) return;
       unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
     });
   }
@@ -461,7 +461,7 @@ class AlltoallOp final : public CollOp {
     pattern = Pattern::kAlltoall;
     std::vector<BlobWriter> w(c->frag_leaders.size());
     for (const Part& p : parts) {
-      const bool in_place = p.sbuf == EP_IN_PLACE;
+      const bool in_place = p.sbuf == ep::in_place();
       const void* base = in_place ? p.rbuf : p.sbuf;
       const std::vector<int>& cnt = in_place ? p.rcounts : p.scounts;
       const std::vector<int>& dsp = in_place ? p.rdispls : p.sdispls;
@@ -893,11 +893,11 @@ int inter_barrier(Endpoint* ep) {
 int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
                 int root) {
   const int tag = runtime::hidden_tag(ep);
-  if (root == EP_ROOT) {  // the root sends to rank 0 of the other group
+  if (root == kRoot) {  // the root sends to rank 0 of the other group
     runtime::send_hidden(ep, 0, tag, pack_n(buf, count, type, ti));
     return EP_SUCCESS;
   }
-  if (root == EP_PROC_NULL) return EP_SUCCESS;  // the rest of the root's group
+  if (root == kProcNull) return EP_SUCCESS;  // the rest of the root's group
   std::string data;
   if (ep->rank == 0) data = runtime::recv_hidden(ep, root, tag);
   data = runtime::bcast(local_side(ep), 0, std::move(data));

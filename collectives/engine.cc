@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/runtime.h"
 #include "runtime/transport.h"
 

@@ -381,7 +381,7 @@ void on_rma_packet(int src_proc, char* block, size_t len) {
 
 // EP_PROC_NULL is a valid target that does nothing (*skip); other ranks must exist.
 int check_rank(const Win* w, int rank, bool* skip, const char* call) {
-  *skip = rank == EP_PROC_NULL;
+  *skip = rank == kProcNull;
   const int n = static_cast<int>(w->targets.size());
   if (!*skip && (rank < 0 || rank >= n)) {
     return fail(EP_ERR_RANK, call, "rank %d is not a rank of the window (size %d)", rank, n);
@@ -1017,7 +1017,7 @@ int win_flush_all(Win* w, const char* call) {
 }
 
 int rma_op(Win* w, const OpArgs& a, const char* call) {
-  if (a.target == EP_PROC_NULL) {
+  if (a.target == kProcNull) {
     if (!w->fence_open && !w->lock_all && w->nlocked == 0) {
       return fail(EP_ERR_RMA_SYNC, call, "no access epoch is open");
     }

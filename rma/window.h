@@ -98,7 +98,7 @@
 #include <mutex>
 #include <vector>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "rma/layout.h"
 #include "runtime/comm.h"
 
@@ -148,7 +148,7 @@ class Win {
   MPI_Aint size = 0;
   int disp_unit = 1;
   bool allocated = false;  // EP_Win_allocate: base is ours to free
-  EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
+  Errhandler errhandler = errors_are_fatal();
   std::vector<Target> targets;  // by rank; written at creation, then by this thread only
   uint64_t cookie = 0;          // random; another process reads it to prove it can copy to us
 

@@ -1,6 +1,6 @@
 #include "runtime/bsend.h"
 
-#include "ep/ep.h"
+#include "base/types.h"
 
 namespace ep::runtime {
 
@@ -39,13 +39,8 @@ bool BsendBuffer::attached() const {
   return base_ != nullptr;
 }
 
-bool BsendBuffer::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return !used_.empty();
-}
-
 void* BsendBuffer::allocate(int64_t bytes) {
-  int64_t need = (bytes + EP_BSEND_OVERHEAD + 15) & ~int64_t{15};
+  int64_t need = (bytes + kBsendOverhead + 15) & ~int64_t{15};
   std::lock_guard<std::mutex> lock(mu_);
   if (base_ == nullptr) return nullptr;
   int64_t at = 0;

@@ -31,8 +31,6 @@ class BsendBuffer {
   // `was_sending`: sending() was called for it.
   void release(void* segment, bool was_sending);
   bool attached() const;
-  // True while some segment is allocated (a buffered message has not left yet).
-  bool in_use() const;
   // A buffered message's payload started leaving (its rendezvous CTS came): its
   // segment will come back without the receiver's further help.  Until its release.
   void sending() { sending_.fetch_add(1, std::memory_order_relaxed); }  // relaxed: a count

@@ -231,7 +231,7 @@ void retire(void* arg) {
       again.kind = progress::Command::kRun;
       again.fn = &retire;
       again.arg = c;
-      rt->engine.submit(again);
+      engine().submit(again);
       return;
     }
   }
@@ -290,7 +290,7 @@ std::string ctx_blob(uint32_t ctx) {
 
 }  // namespace
 
-int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
+int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
   Runtime* rt = runtime();
   int psize = 0;
   MPI_Comm_size(parent, &psize);
@@ -327,7 +327,7 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]) {
     }
   }
   finish(c, std::move(addr), std::move(ids));
-  for (int i = 0; i < num_ep; ++i) comms[i] = reinterpret_cast<EP_Comm>(c->local[i].get());
+  for (int i = 0; i < num_ep; ++i) comms[i] = reinterpret_cast<CommHandle>(c->local[i].get());
   return EP_SUCCESS;
 }
 
@@ -456,7 +456,7 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
         };
         std::map<int, std::vector<int>> members;  // colour -> local indices, new order
         for (int i = 0; i < n; ++i) {
-          if (colors[i] != EP_UNDEFINED && colors[i] >= 0) members[colors[i]].push_back(i);
+          if (colors[i] != kUndefined && colors[i] >= 0) members[colors[i]].push_back(i);
         }
         std::map<int, CommShared*> made;
         std::vector<int> new_local(n, -1);
@@ -475,7 +475,7 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
         }
         std::vector<std::string> frags = frag_allgather(old, tag, w.take());
         struct Rec {
-          int color = EP_UNDEFINED, key = 0, local = -1;
+          int color = kUndefined, key = 0, local = -1;
           uint32_t ctx = 0;
         };
         std::vector<Rec> recs(static_cast<size_t>(old->size));
@@ -494,7 +494,7 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
         auto m = std::make_shared<Made>();
         m->by_local.assign(n, nullptr);
         for (int r = 0; r < old->size; ++r) {
-          if (recs[r].color != EP_UNDEFINED && recs[r].color < 0 && m->bad_rank < 0) {
+          if (recs[r].color != kUndefined && recs[r].color < 0 && m->bad_rank < 0) {
             m->bad_rank = r;
             m->bad_color = recs[r].color;
           }
@@ -684,7 +684,7 @@ void unpublish_and_retire(CommShared* c) {
   cmd.kind = progress::Command::kRun;
   cmd.fn = &retire;
   cmd.arg = c;
-  rt->engine.submit(cmd);
+  engine().submit(cmd);
 }
 
 }  // namespace
@@ -701,8 +701,8 @@ void comm_free(Endpoint* ep) {
 int comm_compare(Endpoint* a, Endpoint* b) {
   const CommShared* x = a->comm;
   const CommShared* y = b->comm;
-  if (x == y) return EP_IDENT;
-  if (x->inter != y->inter) return EP_UNEQUAL;
+  if (x == y) return kIdent;
+  if (x->inter != y->inter) return kUnequal;
   auto same_members = [](std::vector<Identity> p, std::vector<Identity> q) {
     if (p.size() != q.size()) return false;
     std::sort(p.begin(), p.end(), id_less);
@@ -710,10 +710,10 @@ int comm_compare(Endpoint* a, Endpoint* b) {
     return p == q;
   };
   bool congruent = x->ids == y->ids && (!x->inter || x->remote_ids == y->remote_ids);
-  if (congruent) return EP_CONGRUENT;
+  if (congruent) return kCongruent;
   bool similar = same_members(x->ids, y->ids) &&
                  (!x->inter || same_members(x->remote_ids, y->remote_ids));
-  return similar ? EP_SIMILAR : EP_UNEQUAL;
+  return similar ? kSimilar : kUnequal;
 }
 
 void comm_free_all() {

@@ -57,7 +57,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "progress/engine.h"
 #include "runtime/matching.h"
 #include "runtime/wait.h"
@@ -174,7 +174,7 @@ class Endpoint {
   const int local_index;  // in comm->local
   int proc_local_rank = 0;  // among this comm's ranks in this process (all fragments)
   uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
-  EP_Errhandler errhandler = EP_ERRORS_ARE_FATAL;
+  Errhandler errhandler = errors_are_fatal();
   Matcher matcher;
   // Notified when an arrival becomes unexpected: what a blocking probe sleeps on.
   Event arrivals;
@@ -225,11 +225,11 @@ class ContextTable {
 
 struct Group {
   std::vector<Identity> members;
-  int my_rank = EP_UNDEFINED;
+  int my_rank = kUndefined;
 };
 
 // Collective over the processes of parent (see ep.h).  Returns an EP_ERR_* code.
-int comm_create_endpoints(MPI_Comm parent, int num_ep, EP_Comm comms[]);
+int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]);
 // Collective over the endpoints of ep's communicator (intra or inter).
 int comm_dup(Endpoint* ep, Endpoint** out);
 // Collective over ep's (intra)communicator; *out is nullptr for EP_UNDEFINED.

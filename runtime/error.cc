@@ -5,7 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
-#include "ep/ep.h"
+#include "base/types.h"
 
 namespace ep::runtime {
 namespace {

@@ -3,15 +3,15 @@
 namespace ep::runtime {
 namespace {
 
-void default_status(EP_Status* st) {
-  st->EP_SOURCE = EP_ANY_SOURCE;
-  st->EP_TAG = EP_ANY_TAG;
+void default_status(Status* st) {
+  st->EP_SOURCE = kAnySource;
+  st->EP_TAG = kAnyTag;
   st->EP_ERROR = EP_SUCCESS;
   st->ep_cancelled_ = 0;
   st->ep_bytes_ = 0;
 }
 
-int run_query(Request* r, EP_Status* st) {
+int run_query(Request* r, Status* st) {
   default_status(st);
   return r->query_fn != nullptr ? r->query_fn(r->extra_state, st) : EP_SUCCESS;
 }
@@ -20,8 +20,8 @@ int run_free(Request* r) { return r->free_fn != nullptr ? r->free_fn(r->extra_st
 
 }  // namespace
 
-Request* grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_function* free_fn,
-                        EP_Grequest_cancel_function* cancel_fn, void* extra_state) {
+Request* grequest_start(GreqQueryFn* query_fn, GreqFreeFn* free_fn,
+                        GreqCancelFn* cancel_fn, void* extra_state) {
   Request* r = request_new(RequestKind::kGrequest, /*user_handle=*/true);
   r->query_fn = query_fn;
   r->free_fn = free_fn;
@@ -41,7 +41,7 @@ int grequest_complete(Request* r) {
   return err;
 }
 
-int grequest_finish(Request* r, EP_Status* st) {
+int grequest_finish(Request* r, Status* st) {
   const int qerr = run_query(r, st);
   const int ferr = run_free(r);
   const int err = ferr != EP_SUCCESS ? ferr : qerr;
@@ -50,7 +50,7 @@ int grequest_finish(Request* r, EP_Status* st) {
   return err;
 }
 
-int grequest_query(Request* r, EP_Status* st) { return run_query(r, st); }
+int grequest_query(Request* r, Status* st) { return run_query(r, st); }
 
 int grequest_free(Request* r) {
   // acq_rel: pairs with the fetch_or in grequest_complete.

@@ -31,7 +31,7 @@
 #ifndef EP_RUNTIME_GREQUEST_H_
 #define EP_RUNTIME_GREQUEST_H_
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/request.h"
 
 namespace ep::runtime {
@@ -42,17 +42,17 @@ inline constexpr uint32_t kGreqFreed = 2;      // EP_Request_free was called on 
 
 // A new generalized request (held by the user handle + the operation, request.h "Lifetime").  Never
 // fails.
-Request* grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_function* free_fn,
-                        EP_Grequest_cancel_function* cancel_fn, void* extra_state);
+Request* grequest_start(GreqQueryFn* query_fn, GreqFreeFn* free_fn,
+                        GreqCancelFn* cancel_fn, void* extra_state);
 // EP_Grequest_complete: marks it complete and wakes waiters.  If the handle was freed
 // before, runs free_fn here and returns its code; else EP_SUCCESS.  Thread-safe.
 int grequest_complete(Request* r);
 // The Wait/Test call that completes r (request_done(r) is true): fills *st (never
 // null) with query_fn, then runs free_fn; st->EP_ERROR and the result are free_fn's
 // code if it failed, else query_fn's.  Releases the user handle.
-int grequest_finish(Request* r, EP_Status* st);
+int grequest_finish(Request* r, Status* st);
 // EP_Request_get_status on a completed r: query_fn into *st (never null); its code.
-int grequest_query(Request* r, EP_Status* st);
+int grequest_query(Request* r, Status* st);
 // EP_Request_free: releases the user handle; runs free_fn now (returning its code)
 // if EP_Grequest_complete was already called, else leaves that to grequest_complete.
 int grequest_free(Request* r);

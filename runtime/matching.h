@@ -148,8 +148,8 @@ struct Envelope {
 };
 
 inline bool envelope_matches(int source, int tag, const Envelope& e) {
-  return (source == EP_ANY_SOURCE || source == e.src_rank) &&
-         (tag == EP_ANY_TAG ? e.tag >= 0 : tag == e.tag);
+  return (source == kAnySource || source == e.src_rank) &&
+         (tag == kAnyTag ? e.tag >= 0 : tag == e.tag);
 }
 
 class Matcher {

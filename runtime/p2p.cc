@@ -134,7 +134,7 @@ int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& t
         write(packet);
         submit = ep->outbox->append_alone(a.proc, packet, len);
       }
-      rt->engine.send_outbox(ep->outbox, submit, /*now=*/blocking);
+      engine().send_outbox(ep->outbox, submit, /*now=*/blocking);
     }
     if (r != nullptr) request_complete(r);  // the data was copied: complete
     return EP_SUCCESS;
@@ -147,8 +147,8 @@ int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& t
   r->count = count;
   r->type = type;
   char* packet = static_cast<char*>(std::malloc(len));
-  fill_header(packet, a, ep, true, sync, tag, bytes, rt->engine.next_data_tag(), r);
-  rt->engine.send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len),
+  fill_header(packet, a, ep, true, sync, tag, bytes, engine().next_data_tag(), r);
+  engine().send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len),
                          /*now=*/blocking);
   return EP_SUCCESS;
 }
@@ -169,7 +169,7 @@ void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie) {
   d.count = r->count;
   d.type = r->type;
   d.done = r;
-  runtime()->engine.submit_from_pass(d);
+  engine().submit_from_pass(d);
 }
 
 int lone_send_failed(int mpi_error, const char* call) {
@@ -182,13 +182,13 @@ int lone_send_failed(int mpi_error, const char* call) {
 void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len) {
   const bool submit =
       ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
-  runtime()->engine.send_outbox(ep->outbox, submit, /*now=*/true);
+  engine().send_outbox(ep->outbox, submit, /*now=*/true);
 }
 
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
   Runtime* rt = runtime();
-  if (dest == EP_PROC_NULL) {
+  if (dest == kProcNull) {
     if (out != nullptr) *out = completed_send_request();
     return EP_SUCCESS;
   }
@@ -205,8 +205,8 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     // pass that tests every outstanding MPI request and takes in the CTSs that arrived
     // (each starts a payload), then waits for releases while payloads are leaving.  A
     // message whose receiver has not matched cannot leave: its space stays taken.
-    if (segment == nullptr && rt->bsend.in_use()) {
-      rt->engine.progress_now();
+    if (segment == nullptr && rt->bsend.attached()) {
+      engine().progress_now();
       segment = rt->bsend.allocate_or_wait(bytes);
     }
     if (segment == nullptr) {
@@ -299,16 +299,16 @@ Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep, bool line_wait) {
   Request* r = new_recv(buf, count, type, ti);
-  if (source == EP_PROC_NULL) {
-    r->status.EP_SOURCE = EP_PROC_NULL;
-    r->status.EP_TAG = EP_ANY_TAG;
+  if (source == kProcNull) {
+    r->status.EP_SOURCE = kProcNull;
+    r->status.EP_TAG = kAnyTag;
     request_complete(r);
     return r;
   }
   r->owner = ep;
   r->needs_engine =
       ep->comm->multi_process &&
-      (source == EP_ANY_SOURCE || ep->comm->peer(source).proc != runtime()->world_rank);
+      (source == kAnySource || ep->comm->peer(source).proc != runtime()->world_rank);
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
@@ -319,8 +319,8 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
   return r;
 }
 
-bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env) {
-  if (ep->comm->multi_process) runtime()->engine.try_progress();  // fetch what MPI holds
+bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {
+  if (ep->comm->multi_process) engine().try_progress();  // fetch what MPI holds
   MatchOp op;
   op.kind = env != nullptr ? MatchOp::kMprobe : MatchOp::kProbe;
   op.source = source;
@@ -334,7 +334,7 @@ bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env)
   return op.found;
 }
 
-bool probe_wait(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env) {
+bool probe_wait(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {
   bool found = false;
   // ready() may be asked again after it said yes: probe (or take) once only.
   auto ready = [&] { return found || (found = probe(source, tag, ep, status, env)); };
@@ -427,7 +427,7 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
         c.type = r->type;
       }
       std::free(e->block);
-      runtime()->engine.submit_here(c);
+      engine().submit_here(c);
       return;
     }
   }

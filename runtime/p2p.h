@@ -41,7 +41,7 @@
 
 #include <cstdlib>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/comm.h"
 #include "runtime/request.h"
 
@@ -63,9 +63,9 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep, bool line_wait = false);
 // Probe: true (and *status) if a matching message is waiting; removes it if `env`.
-bool probe(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
+bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env);
 // The blocking form: waits (runtime/wait.h) until a matching message is there.
-bool probe_wait(int source, int tag, Endpoint* ep, EP_Status* status, Envelope** env);
+bool probe_wait(int source, int tag, Endpoint* ep, Status* status, Envelope** env);
 // Receives a message taken by a matched probe.
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env);
 // Cancels a pending receive; true if it was cancelled (then it is complete).

@@ -52,7 +52,7 @@ void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len);
 [[gnu::always_inline]] inline int send_packet_now(Endpoint* ep, int proc, const char* packet,
                                                   size_t len, const char* call) {
   int mpi_error = MPI_SUCCESS;
-  if (!runtime()->engine.try_send_alone(*ep->outbox, proc, packet, len, &mpi_error)) {
+  if (!engine().try_send_alone(*ep->outbox, proc, packet, len, &mpi_error)) {
     send_packet_queued(ep, proc, packet, len);
     return EP_SUCCESS;
   }

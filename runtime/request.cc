@@ -42,12 +42,12 @@ constinit thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
 // The requests this thread is blocked on (see "Completed by its waiter" in request.h).
 constinit thread_local WaitSet t_waiting EP_FAST_TLS;
 
-WaitScope::WaitScope(const EP_Request* handles, int n) : active_(t_waiting.n == 0 && n > 0) {
+WaitScope::WaitScope(const RequestHandle* handles, int n) : active_(t_waiting.n == 0 && n > 0) {
   if (active_) t_waiting = WaitSet{handles, n, 0};
 }
 
 WaitScope::WaitScope(Request* r)
-    : single_(reinterpret_cast<EP_Request>(r)), active_(t_waiting.n == 0) {
+    : single_(reinterpret_cast<RequestHandle>(r)), active_(t_waiting.n == 0) {
   if (active_) t_waiting = WaitSet{&single_, 1, 0};
 }
 
@@ -69,8 +69,8 @@ Request* request_new(RequestKind kind, bool user_handle) {
   if (!user_handle) {
     r->state.store(Request::kReleased, std::memory_order_relaxed);  // relaxed: not yet shared
   }
-  r->status.EP_SOURCE = EP_ANY_SOURCE;
-  r->status.EP_TAG = EP_ANY_TAG;
+  r->status.EP_SOURCE = kAnySource;
+  r->status.EP_TAG = kAnyTag;
   r->op.req = r;
   return r;
 }
@@ -81,8 +81,8 @@ Request* completed_send_request() {
     r->kind = RequestKind::kSend;
     r->immortal = true;
     r->state.store(Request::kComplete, std::memory_order_relaxed);  // published by the static init
-    r->status.EP_SOURCE = EP_ANY_SOURCE;
-    r->status.EP_TAG = EP_ANY_TAG;
+    r->status.EP_SOURCE = kAnySource;
+    r->status.EP_TAG = kAnyTag;
     r->op.req = r;
     return r;
   }();
@@ -141,7 +141,7 @@ void request_complete(Request* r, bool inline_payload) {
 
 bool request_test(Request* r) {
   if (request_done(r)) return true;
-  if (r->needs_engine && runtime()->engine.try_progress()) return request_done(r);
+  if (r->needs_engine && engine().try_progress()) return request_done(r);
   return false;
 }
 

@@ -76,7 +76,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "progress/backoff.h"
 #include "progress/engine.h"
 #include "progress/fast_tls.h"
@@ -105,6 +105,12 @@ inline int64_t whole_elements(int64_t n, uint32_t elem) {
   return (elem & (elem - 1)) == 0 ? n & -static_cast<int64_t>(elem) : n - n % elem;
 }
 
+// A generalized request's callbacks as the runtime calls them (api/grequest.cc adapts
+// the application's EP_Grequest_* functions to these).
+using GreqQueryFn = int(void* extra_state, Status* status);
+using GreqFreeFn = int(void* extra_state);
+using GreqCancelFn = int(void* extra_state, int complete);
+
 // A unit of work for an endpoint's matcher (see matching.h).
 // The first 48 bytes are all a matcher reads to match an arrival against a posted
 // receive and, for a contiguous receive buffer, to deliver it (one cache line of the
@@ -125,7 +131,7 @@ struct MatchOp {
   bool line_wait = false;
   Flag done;                      // probes/cancel: set by the matcher once answered
   Envelope* env = nullptr;        // mprobe result
-  EP_Status status{};             // probe result
+  Status status{};             // probe result
 };
 
 enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
@@ -153,7 +159,7 @@ struct alignas(64) Request final : progress::Completion {
   // The shared, always complete request (completed_send_request): never freed, never
   // written after its construction, so any number of threads may hold it.
   bool immortal = false;
-  EP_Status status{};
+  Status status{};
   alignas(8) char inline_data[kInlineBytes];  // see "Inline payload"
   // Line 1: the receive's post in the matcher (op.req == this); see MatchOp.
   alignas(64) MatchOp op;
@@ -162,7 +168,7 @@ struct alignas(64) Request final : progress::Completion {
   // completion would pull it back from the matcher's core once more.
   bool inline_taken = false;
   Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
-  EP_Errhandler errhandler = EP_ERRORS_RETURN;  // of the communicator that started it
+  Errhandler errhandler = errors_return();  // of the communicator that started it
   // Receive description (kRecv): the general delivery path reads these.
   void* buf = nullptr;
   int count = 0;
@@ -177,9 +183,9 @@ struct alignas(64) Request final : progress::Completion {
   bool payload_leaving = false;  // its rendezvous payload was started (BsendBuffer::sending)
   // kGrequest (runtime/grequest.h): the user's callbacks, written before publication;
   // greq_flags is the free/complete handshake (Grequest bits, acq_rel RMWs).
-  EP_Grequest_query_function* query_fn = nullptr;
-  EP_Grequest_free_function* free_fn = nullptr;
-  EP_Grequest_cancel_function* cancel_fn = nullptr;
+  GreqQueryFn* query_fn = nullptr;
+  GreqFreeFn* free_fn = nullptr;
+  GreqCancelFn* cancel_fn = nullptr;
   void* extra_state = nullptr;
   std::atomic<uint32_t> greq_flags{0};
 
@@ -247,19 +253,19 @@ bool request_test(Request* r);
 // active changes nothing (the outer one covers it).
 class WaitScope {
  public:
-  WaitScope(const EP_Request* handles, int n);
+  WaitScope(const RequestHandle* handles, int n);
   explicit WaitScope(Request* r);
   ~WaitScope();
   WaitScope(const WaitScope&) = delete;
   WaitScope& operator=(const WaitScope&) = delete;
 
  private:
-  EP_Request single_ = EP_REQUEST_NULL;  // the one request's handle
+  RequestHandle single_ = nullptr;  // the one request's handle
   bool active_;
 };
 // The requests this thread is blocked on (WaitScope's state).
 struct WaitSet {
-  const EP_Request* reqs = nullptr;
+  const RequestHandle* reqs = nullptr;
   int n = 0;     // 0: no scope is active
   int next = 0;  // where the next completion is likely found
 };
@@ -270,7 +276,7 @@ extern constinit thread_local WaitSet t_waiting EP_FAST_TLS;
 // correctness.  Inline: every delivery asks.
 inline bool waited_here(const Request* r) {
   WaitSet& w = t_waiting;
-  const EP_Request h = reinterpret_cast<EP_Request>(const_cast<Request*>(r));
+  const RequestHandle h = reinterpret_cast<RequestHandle>(const_cast<Request*>(r));
   if (w.next < w.n && w.reqs[w.next] == h) {  // the usual case: at the cursor
     ++w.next;
     return true;

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <new>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
@@ -144,8 +144,8 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
   arrive(ep, e);
 }
 
-const progress::Stats& engine_stats() { return runtime()->engine.stats(); }
-void inject_mpi_failure(progress::MpiCall call, int n) { runtime()->engine.inject_failure(call, n); }
+const progress::Stats& engine_stats() { return engine().stats(); }
+void inject_mpi_failure(progress::MpiCall call, int n) { engine().inject_failure(call, n); }
 
 int runtime_init() {
   int init = 0, fin = 0;
@@ -184,7 +184,7 @@ int runtime_init() {
   // Publish before starting the engine: the progress thread calls runtime().
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
-  if (!raw->engine.start(opts, raw, &error)) {
+  if (!engine().start(opts, raw, &error)) {
     g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
   }
@@ -204,9 +204,9 @@ int runtime_finalize() {
   MPI_Request barrier = MPI_REQUEST_NULL;
   MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
   wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
-  rt->engine.stop();
+  engine().stop();
   if (rt->config.stats) {
-    const auto& s = rt->engine.stats();
+    const auto& s = engine().stats();
     const auto& c = rt->counters;
     std::fprintf(
         stderr,

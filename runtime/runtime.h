@@ -62,7 +62,6 @@ struct Counters {
 class Runtime final : public progress::PacketSink {
  public:
   Config config;
-  progress::Engine engine;
   ContextTable contexts;
   BsendBuffer bsend;
   Counters counters;
@@ -97,6 +96,10 @@ class Runtime final : public progress::PacketSink {
   // bundle, and a packet that is not a small eager message.
   void on_bundle_record(const WireHeader* h, size_t len, Envelope* e);
   void on_other_record(int src_proc, const char* packet, size_t len);
+  // The progress engine: runtime's own (engine() below).  The layers above reach it
+  // through runtime/transport.h and runtime/wait.h only (tools/check_layers.sh).
+  progress::Engine engine_;
+  friend progress::Engine& engine();
   bool in_bundle_ = false;
   Endpoint* held_ = nullptr;
   uint32_t held_ctx_ = 0;
@@ -113,6 +116,9 @@ inline Runtime* runtime() {
 // `n` calls of `call` fail with MPI_ERR_OTHER).
 const progress::Stats& engine_stats();
 void inject_mpi_failure(progress::MpiCall call, int n);
+
+// The engine, for the files of runtime/ only (tools/check_layers.sh enforces it).
+inline progress::Engine& engine() { return runtime()->engine_; }
 
 // EP_Init/EP_Finalize bodies (argument checks are in api/).  Return EP_ERR_* codes.
 int runtime_init();

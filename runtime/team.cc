@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "ep/ep.h"
+#include "base/types.h"
 #include "runtime/error.h"
 #include "runtime/runtime.h"
 

@@ -19,11 +19,11 @@ progress::Command packet_command(int proc, char* packet, size_t len) {
 }  // namespace
 
 void send_packet(int proc, char* packet, size_t len) {
-  runtime()->engine.submit(packet_command(proc, packet, len), /*self_progress=*/true);
+  engine().submit(packet_command(proc, packet, len), /*self_progress=*/true);
 }
 
 void send_packet_from_pass(int proc, char* packet, size_t len) {
-  runtime()->engine.submit_from_pass(packet_command(proc, packet, len));
+  engine().submit_from_pass(packet_command(proc, packet, len));
 }
 
 void run_in_pass(void (*fn)(void*), void* arg) {
@@ -31,15 +31,15 @@ void run_in_pass(void (*fn)(void*), void* arg) {
   c.kind = progress::Command::kRun;
   c.fn = fn;
   c.arg = arg;
-  runtime()->engine.submit(c);
+  engine().submit(c);
 }
 
-void start_queued() { runtime()->engine.try_start_commands(); }
+void start_queued() { engine().try_start_commands(); }
 
 void set_rma_sink(RmaSink sink) {
   runtime()->rma_sink.store(sink, std::memory_order_release);  // pairs: Runtime::on_packet
 }
 
-void set_pass_hook(PassHook hook) { runtime()->engine.set_pass_hook(hook); }
+void set_pass_hook(PassHook hook) { engine().set_pass_hook(hook); }
 
 }  // namespace ep::runtime

@@ -15,12 +15,12 @@ progress::Policy wait_policy() {
 uint64_t lost_wakeups() { return g_lost_wakeups.load(std::memory_order_relaxed); }
 void count_lost_wakeup() { g_lost_wakeups.fetch_add(1, std::memory_order_relaxed); }
 
-void drive_begin() { runtime()->engine.helper_enter(); }
+void drive_begin() { engine().helper_enter(); }
 bool drive_pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
-  return runtime()->engine.try_progress(watch, mask);
+  return engine().try_progress(watch, mask);
 }
-void drive_end(bool wake) { runtime()->engine.helper_leave(wake); }
-bool baton_busy() { return runtime()->engine.baton_held(); }
+void drive_end(bool wake) { engine().helper_leave(wake); }
+bool baton_busy() { return engine().baton_held(); }
 
 namespace {
 struct FlagWait {
@@ -82,7 +82,7 @@ int wait_mpi(MPI_Request* reqs, int n) {
     c.req = reqs[i];
     c.done = &w;
     reqs[i] = MPI_REQUEST_NULL;
-    runtime()->engine.submit(c);
+    engine().submit(c);
   }
   wait_flag(w.done);
   return w.error;

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # libep's full test run (what CI runs via .ci/run):
+#   0. tools/check_layers.sh          (no file reaches across the layers)
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
@@ -14,6 +15,12 @@ bash tools/setup.sh || {
   echo "0 passed, 1 failed"
   exit 1
 }
+
+if ! bash tools/check_layers.sh; then
+  layers_failed=1
+else
+  layers_failed=0
+fi
 
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/libep-test.XXXXXX")
 trap 'rm -rf "$logdir"' EXIT
@@ -58,6 +65,7 @@ run_step tsan_stress yes test "${bazel_flags[@]}" --config=tsan --test_tag_filte
   --build_tests_only //...
 run_step asan_fuzz no test "${bazel_flags[@]}" --config=asan //tests/api:fuzz_test
 
+failed=$((failed + layers_failed))
 [[ $failed -gt 0 ]] && status=1
 echo "$passed passed, $failed failed"
 exit "$status"

@@ -20,7 +20,7 @@ using ep::runtime::RequestKind;
 using ep::runtime::waited_here;
 using ep::runtime::WaitScope;
 
-EP_Request handle(Request* r) { return reinterpret_cast<EP_Request>(r); }
+ep::RequestHandle handle(Request* r) { return reinterpret_cast<ep::RequestHandle>(r); }
 
 TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
   Request* a = request_new(RequestKind::kRecv, true);
@@ -29,7 +29,7 @@ TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
   Request* x = request_new(RequestKind::kRecv, true);
   EXPECT_FALSE(waited_here(a)) << "no scope is active";
   {
-    EP_Request reqs[] = {handle(a), EP_REQUEST_NULL, handle(b), handle(c)};
+    ep::RequestHandle reqs[] = {handle(a), nullptr, handle(b), handle(c)};
     WaitScope scope(reqs, 4);
     bool other_thread_sees = true;
     std::thread([&] { other_thread_sees = waited_here(a); }).join();
@@ -53,7 +53,7 @@ TEST(WaitScope, OnlyTheScopesRequestsOnItsOwnThread) {
 
 TEST(WaitScope, TheCursorLooksAFewEntriesAheadOnly) {
   Request* reqs[8];
-  EP_Request handles[8];
+  ep::RequestHandle handles[8];
   for (int i = 0; i < 8; ++i) {
     reqs[i] = request_new(RequestKind::kRecv, true);
     handles[i] = handle(reqs[i]);

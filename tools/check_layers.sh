@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# check_layers.sh - fails when a source file reaches across libep's layers.
+#
+# The layers, bottom up: base -> progress -> runtime -> {collectives, rma} -> api.
+# For every file of those packages:
+#   1. an #include "pkg/..." names its own package or a lower layer (collectives and
+#      rma are peers: neither includes the other);
+#   2. the package's BUILD.bazel depends on that package (a //pkg label in it);
+#   3. progress headers are included only by progress and runtime, and the public header
+#      ep/ep.h only by api: the layers below api use base/types.h;
+#   4. only progress and runtime name the engine (progress:: or runtime::engine()).
+# Prints every violation; exits 1 if there is one.  Run by tools/test.sh.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+
+declare -A layer=([base]=0 [progress]=1 [runtime]=2 [collectives]=3 [rma]=3 [api]=4)
+violations=0
+report() {
+  echo "check_layers: $1" >&2
+  violations=$((violations + 1))
+}
+
+for pkg in "${!layer[@]}"; do
+  build="$pkg/BUILD.bazel"
+  [[ -f $build ]] || { report "$build is missing"; continue; }
+  while IFS= read -r -d '' file; do
+    while IFS= read -r line; do
+      inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]+"([^"]+)".*/\1/' <<<"$line")
+      if [[ $inc == ep/ep.h ]]; then
+        [[ $pkg == api ]] || report "$file includes ep/ep.h (layers below api use base/types.h)"
+        continue
+      fi
+      dep=${inc%%/*}
+      [[ -n ${layer[$dep]+x} ]] || continue  # a system or third-party header
+      [[ $dep == "$pkg" ]] && continue
+      if ((layer[$dep] >= layer[$pkg])); then
+        report "$file includes $inc: $dep is not below $pkg"
+      fi
+      if ! grep -Eq "\"//$dep(:[A-Za-z0-9_]+)?\"" "$build"; then
+        report "$file includes $inc, but $build does not depend on //$dep"
+      fi
+      if [[ $dep == progress && $pkg != runtime ]]; then
+        report "$file includes $inc: only runtime reaches the progress engine"
+      fi
+    done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file")
+    if [[ $pkg != progress && $pkg != runtime ]]; then
+      # Code only (comments may name them): strip // comments first.
+      if sed -E 's://.*$::' "$file" | grep -Eq '\bprogress::|\bruntime::engine\(|\bengine\(\)\.'; then
+        report "$file names the progress engine (use runtime/transport.h, runtime/wait.h)"
+      fi
+    fi
+  done < <(find "$pkg" -name '*.h' -o -name '*.cc' | tr '\n' '\0')
+done
+
+if ((violations > 0)); then
+  echo "check_layers: $violations violation(s)" >&2
+  exit 1
+fi
+echo "check_layers: every include of ${!layer[*]} respects the layers"
