@@ -70,25 +70,18 @@ class Backoff {
   // True before the episode started or while it is in its spin phase.
   bool spinning() const { return start_ns_ == 0 || now_ns() - start_ns_ < kSpinNs; }
 
-  // Tunables, chosen for a 2-core machine (see README): spin for kSpinNs (yielding
-  // every kSliceNs), then yield until kYieldNs, then sleep for an eighth of the time
-  // waited so far, between kMinSleepNs and kMaxSleepNs.
+  // Tunables, chosen for a 2-core machine (measurements: docs/perf/progress.md): spin
+  // for kSpinNs (yielding every kSliceNs: a waiter that spins holds its core from a
+  // thread that may be the one it waits for), then yield until kYieldNs, then sleep for
+  // an eighth of the time waited so far, between kMinSleepNs and kMaxSleepNs.
   static constexpr int64_t kSpinNs = 20'000;
-  // Within the spin phase, one sched_yield every kSliceNs: a waiter that spins holds
-  // its core from a thread that may be the one it waits for (4 endpoint threads on 2
-  // cores in the message-rate benchmark), while a yield with nothing else runnable
-  // returns at once.  Measured on the 2-stream rate benchmark (3 alternating runs):
-  // 4.6 M msg/s with 3 us, 5.1 M with 5 us, 4.9 M with 10 us, 4.7 M without.
   static constexpr int64_t kSliceNs = 5'000;
   static constexpr int64_t kYieldNs = 200'000;
   static constexpr int64_t kMinSleepNs = 20'000;
   static constexpr int64_t kMaxSleepNs = 1'000'000;
   // Policy kYield: after each kYieldRunNs of yielding, pause() returns kMinSleepNs
-  // once, so the caller sleeps.  Without it, 3 processes' stress test under `yield`
-  // on 2 cores (Linux 6.18) took 2 s or over 50 s: two waiters in sched_yield loops
-  // took 90% of the CPU samples (perf) while the threads they waited for, the
-  // progress threads included, got about 1% each.  With a 200 us run: 1.7-2.8 s in
-  // 8 runs; with 1 ms: 2.2-11.7 s in 8 runs.
+  // once, so the caller sleeps (a thread in a sched_yield loop can keep its core for
+  // seconds under EEVDF while the thread it waits for stays queued).
   static constexpr int64_t kYieldRunNs = 200'000;
 
  private:

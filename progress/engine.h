@@ -1,175 +1,66 @@
-// engine.h - the progress engine: one thread per MPI process that owns MPI traffic.
+// engine.h - the progress engine: the one owner of libep's MPI traffic in a process.
 //
-// What it is: `Engine` runs the thread named "ep-progress" and owns all MPI traffic
-// of point-to-point: the receive of incoming packets (a ring of MPI_Irecvs posted in
-// advance, below), MPI_Isend/MPI_Issend/MPI_Irecv of submitted commands, and MPI_Testsome of
-// everything outstanding.
-// Endpoint threads call MPI only while they hold the baton (below); otherwise they
-// submit `Command`s through a lock-free MPSC queue (small packets through their
-// Outbox, outbox.h) and learn of completion through `Completion` callbacks.
+// What it is.  `Engine` makes every MPI call of point-to-point, collective and
+// one-sided traffic (the collectives' process-level exchange is the one exception,
+// collectives/engine.h), on two duplicates of MPI_COMM_WORLD it makes in start():
+//   packet comm  every packet - an eager message with its payload, a rendezvous RTS or
+//                CTS, a one-sided request or reply - alone (tag kPacketTag) or several
+//                for one process in a bundle (kBundleTag: records of [uint32 length]
+//                [uint32 0][packet, padded to 8]).  Received by MPI_Irecv(ANY_SOURCE,
+//                ANY_TAG) of kMaxPacketBytes posted in advance (a ring of kPostedRecvs,
+//                consumed in post order, so packets reach the sink in MPI arrival order);
+//   data comm    rendezvous payloads, under a tag the sender chose (next_data_tag), sent
+//                and received straight from and into the users' buffers, both posted
+//                only after the receive matched (runtime.h, "Rendezvous").
+// Endpoint threads hand it work as Commands through a lock-free MPSC queue (small packets
+// through their Outbox, outbox.h) and learn of completions through Completion callbacks;
+// arriving packets go to the PacketSink (the runtime).  No packet exceeds kMaxPacketBytes.
 //
-// The progress baton.  One progress pass (drain commands, probe packets, test
-// requests) runs at a time, by whoever holds `baton_`: normally the progress thread.
-// A thread blocked on a transfer with another process (EP_Wait on it, EP_Probe) may
-// take the baton with try_progress() and run passes itself: the engine's state moves
-// with the baton, so it is still one serial owner of every MPI call, but a waiting
-// thread does not need two thread hand-offs per message.  While the baton is taken the
-// progress thread sleeps; it takes over again as soon as nobody else progresses, so
-// progress stays asynchronous.  A blocking send takes the baton only to start its own
-// packet (send_outbox), after the commands queued before it.  Sends that only free a
-// buffer when done are tested every kLazyTestPasses passes, not in every pass of a
-// waiter.  Completion and PacketSink callbacks therefore run on
-// whichever thread holds the baton.  A waiter's pass may name the word its wait is
-// for (try_progress(watch, mask)): the pass then ends as soon as a delivered packet
-// set one of `mask`'s bits there - before the next MPI_Test, which would find
-// nothing in a ping-pong, and before the tests and the collectives' hook - so the
-// waiter returns to its application one empty probe earlier; the next pass, of
-// whoever holds the baton then, does the rest.
-// A pass looks at the command queue only while `queued_` counts commands or flushes
-// are held: a waiter's pass in a ping-pong skips the queue's empty pop and the bundle
-// bookkeeping (about 90 instructions), and a command whose count is not visible yet
-// is started by the next pass.
+// The baton.  One pass - start queued commands and held flushes, take arrived packets,
+// test outstanding requests, run the pass hook (collective schedules) - runs at a time,
+// by whoever holds `baton_`: the thread "ep-progress", or an endpoint thread waiting on
+// a transfer with another process (a helper, runtime/wait.h), which saves two thread
+// hand-offs per message.  Callbacks (Completion, PacketSink, the hook) run on the holder
+// and must not block.  While a helper is at work the progress thread stands aside
+// (sleeps kAsideMinNs, doubling to kAsideMaxNs while helpers keep coming); a helper that
+// goes to sleep wakes it (helper_leave(true)).  Idle, the progress thread backs off:
+// spin, yield, then sleep up to 1 ms (kTransferPollNs while data transfers are in
+// flight); submit() wakes it.  Paths that skip the queue keep the order the queue would
+// give: a waiter's pass returns as soon as its own word changes (try_progress(watch,
+// mask)) and then polls the oldest posted receive alone a few times (kQuietPolls); a
+// blocking send of a small packet with nothing of its endpoint queued sends it at once
+// with MPI_Send (try_send_alone) and posts again a receive a waiter left free; a flush
+// of an outbox still being filled by its thread is held up to kHoldNs (a burst of
+// EP_Isend leaves as one bundle).
 //
-// Two MPI communicators, both duplicates of MPI_COMM_WORLD made by start():
-//   packet comm: every packet (header + eager payload, or a rendezvous header), tag
-//                kPacketTag, or bundles of them, tag kBundleTag; received in arrival
-//                order by MPI_Irecv(MPI_ANY_SOURCE, MPI_ANY_TAG)s of kMaxPacketBytes,
-//                up to kPostedRecvs of them posted in advance and each posted again
-//                once its packet was handed over (see "The posted receives");
-//   data comm:   rendezvous payloads, tag = a data tag the sender chose (< 2^27), so
-//                large payloads go straight from the sender's buffer into the
-//                receiver's buffer once the receiver has matched (no copy here).
-// Progress cost is independent of the number of endpoints communicators: the engine
-// knows none of them (the sink resolves the header).
+// Errors.  Every MPI call's code is checked.  A failure completes the Completion of the
+// operation it served with the code and the call (Completion::on_complete), is counted
+// (Stats::mpi_errors) and printed once; a packet without a Completion is lost, counted.
+// inject_failure() makes chosen calls fail, for tests.
 //
-// The posted receives.  A small message finds its receive waiting, so MPI copies it
-// straight into the engine's buffer as it arrives, and one MPI_Test per pass finds
-// it: measured with plain MPI here, 24-byte ping-pong one way took 0.465 us so, 0.50 us
-// with MPI_Improbe(ANY_SOURCE, ANY_TAG) + MPI_Mrecv (what the engine did before) and
-// 0.42-0.45 us with MPI_Send/MPI_Recv; libep's own 2-process ping-pong went from
-// 0.70-0.76 to 0.66-0.70 us.  The price is a bound: no packet may exceed
-// kMaxPacketBytes (a larger one would be truncated), so an eager message whose packet
-// would be larger goes as a rendezvous (runtime/p2p.cc), and a one-sided chunk's
-// payload shrinks so that its block list and payload fit (rma/window.cc).  Bundles
-// and outbox batches are smaller by construction.  A packet that must outlive the
-// pass (on_packet) is copied into a block of its own: handing over the posted buffer
-// instead would allocate kMaxPacketBytes per packet, above glibc's mmap threshold
-// (measured: 10 us per 256-byte message).
-// Several receives are posted at once (kPostedRecvs), in a ring: posted_head_ is the
-// oldest, followed by the posted_count_ - 1 newer ones; the free slots follow them.
-// All of them match any packet, so MPI gives the first arriving packet to the oldest
-// one (MPI 3.1 section 3.5: of two pending receives that both match a message, the
-// second cannot take it while the first is pending), the next to the next one, and
-// so on; the engine tests only the oldest and consumes them in post order, so packets
-// still reach the sink in MPI arrival order, and a bundle that arrives large (MPI's
-// rendezvous) holds back the small packets behind it until it is complete.
-// Why several: a waiter's pass that delivered its own packet in place returns at
-// once, without posting its receive again (its reply goes out before any MPI_Irecv).
-// With one posted receive, the next wait had to post first, and in a ping-pong the
-// reply had usually arrived by then: a 2-process ping-pong's waiter found its packet
-// at its first MPI_Test in about half the waits (1.5-2.0 tests per packet, counted),
-// so that MPI_Irecv stayed on the critical path.  With a ring the oldest receive is
-// still posted when the next wait starts: its first MPI_Test can find the reply, and
-// the free slot is posted again by the waiter's next lone blocking send right after
-// its MPI_Send (below), or when a test finds nothing (one MPI_Irecv per empty test,
-// at most, so that a packet arriving meanwhile waits for one post only), or at once
-// when the baton holder is not a waiter whose packet just arrived (the progress
-// thread keeps every slot posted, as before).  Only if waiters used up every slot
-// does a pass post before it tests.
-// Why after the send: in a ping-pong the reply cannot arrive before the packet just
-// sent has crossed and been answered, so an MPI_Irecv there (200-300 TSC ticks here)
-// costs nobody; posted at the next wait's first empty test instead, it was often
-// under way when the reply arrived, and the reply waited for it (rdtsc-stamped: the
-// test after that post found the packet in most waits of the slower side).  Measured
-// with 8 alternating runs of the two builds (a 2-process 8-byte ping-pong timing
-// libep and plain MPI in alternating segments, libep/MPI per segment, median of 20),
-// 2026-11-26: 1.54-1.71x (median 1.67x) before, 1.41-1.47x (median 1.44x) after,
-// lower in all 8 pairs.  Counted in the same ping-pong: 3.3-3.7 tests per
-// packet, and no post before a test.  The gain is small: 36 alternating runs of the
-// builds with one and with four receives, each run a 2-process 8-byte ping-pong that
-// times libep and plain MPI in alternating segments (libep/MPI per segment, median of
-// 20), gave 1.13-2.14x (median 1.66x) with one and 1.06-2.08x (median 1.65x) with
-// four; paired, the run with four was lower in 27 of the 36 pairs, by 2% (median).
-// What a ping-pong's one way costs beyond plain MPI is now the work between a
-// packet's MPI_Test and the reply's MPI_Send (matching, completion, the API calls'
-// returns and checks: 450-500 TSC ticks, rdtsc-stamped), not its detection (25
-// ticks later than in a plain MPI_Test loop on the same posted receives).
+// Ordering.  Commands start in submit() order (one FIFO); a bundle goes out where its
+// first packet would have; packets to one process travel on one communicator and are
+// received in post order, so MPI's non-overtaking rule keeps each endpoint's packets to
+// a process in order.
 //
-// A waiter's quiet polls.  A waiter's pass that found nothing (try_progress with a
-// watch) goes on polling for packets alone, up to kQuietPolls times, still holding the
-// baton: MPI_Test of the oldest posted receive and a look at its word, without the rest of a
-// pass (the command queue, the tests of outstanding requests, the collectives' hook)
-// or the waiter's loop around it (its request's state, the back-off, the baton's
-// exchange).  Such a round costs about 650 instructions, most of them MPI_Test's,
-// instead of about 950, and a message that arrives during a round waits for half a
-// round on average before its MPI_Test finds it.  The polls stop as soon as anything
-// else needs a full pass: a command queued, a flush held, a request the engine tests
-// for a waiter, a pending collective.  Measured with a 2-process 8-byte ping-pong that
-// switches the polls on and off every 1,000 round trips within one run (so both
-// halves see the same host), the one-way latency was 1-7% lower with them (medians
-// of 200 segments each, 7 runs; the same program with nothing switched: 0.999-1.001).
+// Lifetime: start() once (collective over MPI_COMM_WORLD), stop() once: it waits until
+// every queued command started and every send completed; receives left then are
+// cancelled.
 //
-// Bundles.  Several packets for one peer travel as one MPI message with tag
-// kBundleTag: records of [uint32 length][uint32 0][packet bytes, padded to 8]
-// (outbox.h).  Bundles come from endpoints' Outboxes (kFlushOutbox: an endpoint's
-// small packets, batched as it sends them) and from a pass that finds several
-// kSendPacket commands without a Completion queued back to back for one peer with no
-// other kind of command between them.  The receiver hands each record to the sink
-// (on_record) as if it had arrived alone.  Small messages thus cost one MPI send and
-// one MPI receive per batch instead of one each; a packet alone goes out as before
-// (tag kPacketTag).
+// Threading: submit(), submit_here(), try_progress(), try_start_commands(),
+// progress_now(), send_outbox(), try_send_alone(), wake(), helper_enter/leave,
+// next_data_tag() and inject_failure() are thread-safe.  submit_from_pass() and
+// everything private but the atomics belong to the baton holder (assert(holds_baton())
+// in debug builds).
 //
-// Bursts.  A flush of an outbox that is `filling()` (its last append was a nonblocking
-// send into the open batch, outbox.h) is held back when a thread other than the
-// appender runs it: it joins held_, and a later pass (of whoever holds the baton)
-// flushes it once the appender itself runs a pass (its next wait), or the outbox
-// stops filling (a blocking send, a packet alone, another peer), or kHoldNs passed.
-// So a window of EP_Isend leaves as one bundle when its thread next waits, instead
-// of in pieces taken by another endpoint's waiting thread while the sender appends,
-// each take moving the batch's cache lines between the cores.  Measured with
-// `p2p_bench --phases c` (2 endpoint pairs streaming windows of 64 8-byte messages),
-// alternating runs of the builds before and after: 47 -> 64 packets per bundle, and
-// libep's rate 2.1-5.2 (median 3.1) -> 2.4-5.7 (median 3.6) M msg/s over 12 pairs,
-// 3.9-5.5 (median 4.3) -> 3.8-5.6 (median 5.5) over 6 more; a single stream (one
-// endpoint per process) is unchanged at 3.9-5.6 M msg/s.  While a flush is held
-// the progress thread polls instead of sleeping, so a burst whose thread went off to
-// compute leaves within kHoldNs and a pass - or, if the flush was held by a waiting
-// thread that then returned, once the progress thread next looks (it may be standing
-// aside: within two of its sleeps, see "Standing aside"), at most about 2 ms.
-//
-// Lone blocking sends.  A blocking send of a small eager message whose endpoint has
-// nothing waiting in its outbox (the usual case of a ping-pong or a reply) skips the
-// outbox and the command queue: its thread takes the baton, writes the packet on its
-// stack and sends it with MPI_Send (try_send_alone).  MPI_Send of a packet of at most
-// kSmallPacketBytes returns once MPI copied it (an eager send; it never waits for the
-// receiver), so nothing is allocated, tracked or tested later, and the outbox's lock,
-// its references and the flush's batch list are not touched.  Order is kept: the
-// outbox holds nothing of the endpoint's, so every earlier packet of it has already
-// been handed to MPI, on the same communicator.  Still holding the baton, the send
-// then posts again a receive that a waiter's packet left free (see "The posted
-// receives").
-//
-// Ordering: commands are executed in the order of their submit() calls (a single FIFO),
-// so one endpoint's commands keep their order even when its handle moves between
-// threads; a bundle keeps its packets in queue order and goes out where the first of
-// them would have, and no other command is started while a bundle is being built;
-// packets and bundles to one peer go out on one communicator, and the receiver's
-// receives (MPI_ANY_SOURCE/MPI_ANY_TAG) take them in post order and are consumed in
-// post order (see "The posted receives"), so MPI's non-overtaking rule keeps them in
-// order; incoming packets reach the sink in MPI arrival order.
-//
-// Lifetime: start() once (collective over MPI_COMM_WORLD, from any one thread of
-// each process), stop() once (waits until every submitted command completed).
-//
-// Threading: submit() and try_progress() are thread-safe.  Completion::on_complete and
-// PacketSink::on_packet run on the baton holder and must not block.
-//
-// Memory ordering: the baton is taken with an acquire exchange and released with a
-// release store, so each pass sees every earlier pass's engine state.  submit()
-// pushes, bumps `queued_` and then a seq_cst fence orders that before reading
-// `sleeping_`; the progress thread stores `sleeping_`, fences seq_cst and re-reads
-// `queued_` before sleeping - so either it sees the command or the submitter sees
-// `sleeping_` and wakes it (Dekker pairing).
+// Memory ordering: the baton is taken with an acquire CAS and released with a release
+// store: each pass sees every earlier pass's engine state (the holder-owned fields
+// below need no other synchronization).  The queue push releases the command; the pass
+// that pops it acquires it.  submit() pushes, counts `queued_`, then a seq_cst fence
+// orders that before it reads `sleeping_`; the idle thread stores `sleeping_`, fences
+// seq_cst and re-reads `queued_` before its futex sleep: either it sees the command or
+// the submitter sees it asleep and wakes it (Dekker pairing).  helpers_ and the other
+// hints are relaxed: a stale value costs a sleep or a wake, never correctness.
 #ifndef EP_PROGRESS_ENGINE_H_
 #define EP_PROGRESS_ENGINE_H_
 
@@ -281,25 +172,20 @@ class Engine {
  public:
   static constexpr size_t kHeadroom = 128;
   static constexpr int kPacketTag = 0, kBundleTag = 1;
-  // A packet alone of at most this size is handed to the sink in place, in the posted
-  // receive's buffer (on_record), like a record of a bundle: no allocation per small
-  // message.  Larger ones get a block of their own (on_packet).
+  // A packet alone of at most this size is handed to the sink in place (on_record);
+  // a larger one gets a block of its own (on_packet).
   static constexpr size_t kSmallPacketBytes = 256;
   // A bundle holds at most this many bytes of packets (larger ones travel alone).
   static constexpr size_t kBundleBytes = 64 * 1024;
   static constexpr int kDataTagMask = (1 << 27) - 1;
-  // No packet is larger (see "The posted receives"): a sender with more bytes uses the
-  // data comm (runtime/p2p.cc, rma/window.cc).  Room for a bundle, or for a one-sided
-  // chunk's 64 KiB block list beside its payload.
+  // No packet is larger (the posted receives' size): a sender with more bytes uses the
+  // data comm.  Room for a bundle, or for a one-sided chunk's 64 KiB block list.
   static constexpr size_t kMaxPacketBytes = 136 * 1024;
   static_assert(kMaxPacketBytes >= kBundleBytes && kMaxPacketBytes >= Outbox::kBatchBytes,
                 "bundles and outbox batches are packets too");
-  // The byte count of a received packet (at most kMaxPacketBytes) from its status.
-  // MPICH keeps the count in the status itself (count_lo: the low 32 bits; packets
-  // never need the high ones), which a received packet's hand-over reads instead of
-  // calling MPI_Get_count: about 80 instructions less, 2-4% of a 2-process ping-pong's
-  // one-way latency (measured as the quiet polls were).  Elsewhere MPI_Get_count.
-  // tests/progress/packet_bytes_test compares the two.
+  // The byte count of a received packet (at most kMaxPacketBytes) from its status: MPICH
+  // keeps it there (count_lo), elsewhere MPI_Get_count.  tests/progress/packet_bytes_test
+  // compares the two.
   static int packet_bytes(const MPI_Status& status) {
 #if defined(MPICH)
     return status.count_lo;
@@ -365,7 +251,6 @@ class Engine {
   // that appends to `outbox`: if the baton is free and the outbox holds nothing of
   // this endpoint's, sends `len` bytes at `packet` at once with MPI_Send and returns
   // true; else returns false and does nothing (the caller goes through the outbox).
-  // See "Lone blocking sends" above.
   // *mpi_error: MPI_Send's code (the caller reports a failure).
   bool try_send_alone(const Outbox& outbox, int peer, const char* packet, size_t len,
                       int* mpi_error);
@@ -375,17 +260,11 @@ class Engine {
   // and that it stopped (helper_leave); meanwhile the progress thread stands aside
   // instead of competing for the baton and the cores.
   // Standing aside: the progress thread sleeps and looks again after kAsideMinNs; each
-  // look that finds a helper at work, or finds that one entered since its previous look
-  // (the grace), doubles the next sleep, up to kAsideMaxNs.  It resumes at once if a
-  // helper leaves with `wake_now` (it stops helping to sleep, so nobody else would
-  // progress), else at its first look that finds no helper and none since - so within
-  // two sleeps, at most 2 x kAsideMaxNs, of the last helper leaving.
-  // Why doubling: a ping-pong makes one helper after another, back to back, for as
-  // long as it runs, and every look wakes a thread on a core that an endpoint thread
-  // is using: at a fixed 100 us, 10,000 wakes a second made the 2-process 8-byte
-  // ping-pong 1.3x slower (1.06 vs 0.82 us one way, measured with a fixed 2 ms).
-  // One word holds both: the number of helpers (low 32 bits) and how many ever
-  // entered (high 32 bits), so entering and leaving cost one RMW each and no clock.
+  // look that finds a helper at work, or one that entered since its previous look,
+  // doubles the next sleep, up to kAsideMaxNs (a ping-pong makes helper after helper,
+  // and every look would wake a thread on a busy core).  It resumes at once if a helper
+  // leaves with `wake_now`, else within two sleeps of the last helper leaving.  One word
+  // holds the number of helpers (low 32 bits) and how many ever entered (high 32 bits).
   void helper_enter() {
     // relaxed: helpers_ is a scheduling hint, not synchronization.
     helpers_.fetch_add(kHelperEntered + 1, std::memory_order_relaxed);
@@ -397,8 +276,8 @@ class Engine {
   }
   static constexpr int64_t kAsideMinNs = 100'000, kAsideMaxNs = 1'000'000;
   // Work the layers above run in every pass (collective schedules): returns true if it
-  // made progress, and sets *pending while it has unfinished work (then the progress
-  // thread yields instead of sleeping).  Set once, before any pass can call it.
+  // made progress, and sets *pending while it has unfinished work (stop() waits for it).
+  // Set once, before any pass can call it.
   using PassHook = bool (*)(bool* pending);
   void set_pass_hook(PassHook hook) { hook_.store(hook, std::memory_order_release); }
   // A fresh tag for a rendezvous payload to any peer.  Thread-safe.
@@ -430,12 +309,13 @@ class Engine {
   void run();
   bool take_baton();     // acquire; false if another thread holds it
   void release_baton();  // release
-  // Requires the baton.  `watch`/`mask`: see "The progress baton" (nullptr: a full pass).
+  // Requires the baton.  `watch`/`mask`: end early once a bit of mask is set in *watch
+  // (nullptr: a full pass).
   bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
   bool drain_commands();
   // drain_commands, then flush_held: what a pass or a sender starts.
   bool start_commands();
-  // Flushes the held outboxes whose burst ended (see "Bursts"); true if it flushed one.
+  // Flushes the held outboxes whose burst ended; true if it flushed one.
   bool flush_held();
   // Sends the packets of bundle_ (all to bundle_peer_) and empties it.
   void flush_bundle();
@@ -446,9 +326,9 @@ class Engine {
   void send_owned_at(char* block, const char* data, size_t len, int peer, int tag);
   void deliver_bundle(int src, const char* data, size_t len);
   bool poll_packets(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
-  // See "A waiter's quiet polls": true if a poll handed over a packet.
+  // A waiter's pass found nothing: poll the oldest posted receive alone, up to
+  // kQuietPolls times, while nothing else needs a pass; true if a poll took a packet.
   bool poll_quietly(const std::atomic<uint32_t>* watch, uint32_t mask);
-  // 4, 16 and 64 polls measured the same; a few keep the baton's hold short.
   static constexpr int kQuietPolls = 8;
   bool test_active();
   void execute(const Command& c);
@@ -479,7 +359,7 @@ class Engine {
   std::thread thread_;
   std::atomic<int> tid_{0};            // kernel id of the progress thread (release: run())
   std::atomic<bool> stopping_{false};  // release in stop(), acquire in run()
-  // What the progress thread is doing (seq_cst fences, see "Memory ordering" above).
+  // What the progress thread is doing (seq_cst fences: see "Memory ordering").
   static constexpr uint32_t kAwake = 0, kAsleep = 1, kStandingAside = 2;
   std::atomic<uint32_t> sleeping_{kAwake};
   std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
@@ -489,7 +369,7 @@ class Engine {
   // holds_baton(); written by the holder only).
   std::atomic<const void*> baton_owner_{nullptr};
   // Threads progressing while they wait (low 32 bits) and helpers that ever entered
-  // (high 32 bits, wrapping); a hint, see "Standing aside".
+  // (high 32 bits, wrapping); a hint, see helper_enter.
   static constexpr uint64_t kHelperCount = 0xffffffffu, kHelperEntered = uint64_t{1} << 32;
   std::atomic<uint64_t> helpers_{0};
   std::atomic<PassHook> hook_{nullptr};  // release in set_pass_hook, acquire in pass
@@ -504,15 +384,14 @@ class Engine {
   int receives_ = 0;     // entries of active_ that are receives (kRecvData, kTrack)
   int lazy_passes_ = 0;  // passes since active_ was last tested
   static constexpr int kLazyTestPasses = 16;
-  // Flushes held back while their appender is still appending ("Bursts"), each with
+  // Flushes held back while their appender is still appending, each with
   // its command's reference to the outbox.
   struct Held {
     Outbox* outbox;
     int64_t until_ns;  // now_ns() after which anyone flushes it
   };
-  // Long enough for a window of 64 EP_Isend (3.3-4.8 us measured), short enough that a
-  // burst whose thread went off to compute waits little: with 20 us the rate of
-  // `p2p_bench --phases c` was the same within noise (6 alternating pairs).
+  // Long enough for a window of 64 EP_Isend, short enough that a burst whose thread
+  // went off to compute waits little (docs/perf/progress.md).
   static constexpr int64_t kHoldNs = 5'000;
   std::vector<Held> held_;
   std::vector<Command> bundle_;  // kSendPacket commands to bundle_peer_, in queue order
@@ -520,7 +399,7 @@ class Engine {
   int bundle_peer_ = -1;
   // The receives posted in advance for the next packets (MPI_Irecv(ANY_SOURCE,
   // ANY_TAG) on the packet comm, into buf + kHeadroom; kMaxPacketBytes fit), a ring
-  // (see "The posted receives").  A few: a waiter uses up one per wait at most.
+  // consumed oldest first.  A few: a waiter's pass uses up one per wait at most.
   static constexpr int kPostedRecvs = 4;
   static_assert((kPostedRecvs & (kPostedRecvs - 1)) == 0, "the ring indexes with a mask");
   struct PostedRecv {
@@ -550,15 +429,14 @@ inline bool Engine::try_send_alone(const Outbox& outbox, int peer, const char* p
     release_baton();
     return false;
   }
-  // An eager send of a small packet: returns once MPI holds the bytes (see "Lone
-  // blocking sends" above).
+  // An eager send of a small packet: returns once MPI holds the bytes.
   *mpi_error = injected(MpiCall::kSend)
                    ? MPI_ERR_OTHER
                    : MPI_Send(packet, static_cast<int>(len), MPI_BYTE, peer, kPacketTag,
                               packet_comm_);
   if (*mpi_error != MPI_SUCCESS) record_failure(MpiCall::kSend, *mpi_error);
   // The receive a waiter's packet left free is posted again now, while this packet is
-  // on its way (see "The posted receives").
+  // on its way (its reply cannot come before it arrived).
   if (posted_count_ < kPostedRecvs) post_packet_recv();
   Stats::bump(stats_.packets_sent);
   release_baton();

@@ -10,6 +10,8 @@
 // per-thread object is reached through an EP_FAST_TLS pointer instead
 // (runtime/request.cc).  In a static link (the tests and benchmarks) both models
 // compile to the same fixed offset.
+//
+// Threading, memory ordering: each variable belongs to its thread; nothing is shared.
 #ifndef EP_PROGRESS_FAST_TLS_H_
 #define EP_PROGRESS_FAST_TLS_H_
 

@@ -4,7 +4,7 @@
 // Outbox instead of queueing one engine command per packet.  The first append into an
 // outbox with no flush pending asks the caller to submit one Command::kFlushOutbox;
 // when the engine runs that command it takes every batch the outbox holds and sends
-// each as one MPI message (a bundle, see "Bundles" in engine.h).  A stream of small
+// each as one MPI message (a bundle, engine.h).  A stream of small
 // sends thus costs one memcpy per message on the sending thread and one MPI send per
 // batch - no allocation, no queue node per message - and a lone blocking send still
 // leaves at once (its caller runs the flush itself, Engine::try_start_commands).
@@ -26,7 +26,7 @@
 // (a window of EP_Isend, then EP_Waitall).  append(..., burst=true) says so, and the
 // outbox then reports itself `filling()`: the last append went into the open batch
 // and nothing else is ready.  The engine holds the flush of a filling outbox back while
-// its appender is still appending (see "Bursts" in engine.h), so that the burst leaves
+// its appender is still appending (engine.h), so that the burst leaves
 // as one bundle instead of being taken in pieces by another thread while its owner
 // writes the next packet (both would move the batch's cache lines every packet).
 // appender() tells the engine which thread appended last.
@@ -95,7 +95,7 @@ class Outbox {
   // Appends one packet of `len` bytes for `peer`; fill(char* at) writes it.  Returns
   // true if the caller must now submit Command::kFlushOutbox for this outbox (the
   // reference for that command is already taken).  `burst`: a nonblocking send, which
-  // more may follow (see "Bursts").
+  // more may follow (engine.h).
   template <class Fill>
   bool append(int peer, size_t len, Fill&& fill, bool burst = false) {
     const size_t need = record_size(len);
@@ -153,7 +153,7 @@ class Outbox {
     return open_.buf == nullptr && ready_.empty() && !flush_queued_;
   }
 
-  // Hints for the engine (see "Bursts"); relaxed loads: a stale value only moves a
+  // Hints for the engine (engine.h); relaxed loads: a stale value only moves a
   // flush by one pass.
   const void* appender() const { return hints_.appender.load(std::memory_order_relaxed); }
   bool filling() const { return hints_.filling.load(std::memory_order_relaxed); }

@@ -6,6 +6,10 @@
 // until nothing is outstanding.
 //
 // Threading: all methods are thread-safe (one mutex; not on the standard send path).
+//
+// Memory ordering: the segments are guarded by mu_; released_ is notified after each
+// release (runtime/wait.h's Event protocol), sending_ is a relaxed count (a hint for
+// how long allocate_or_wait may wait, re-read after every release).
 #ifndef EP_RUNTIME_BSEND_H_
 #define EP_RUNTIME_BSEND_H_
 

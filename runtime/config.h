@@ -7,6 +7,9 @@
 //
 // Threading: parse_config() runs once on the thread calling EP_Init; the resulting
 // Config is read-only afterwards (published to other threads by starting them).
+//
+// Memory ordering: Config is written before the runtime is published (runtime.h's
+// release store of g_runtime); readers acquire it through runtime().
 #ifndef EP_RUNTIME_CONFIG_H_
 #define EP_RUNTIME_CONFIG_H_
 

@@ -8,6 +8,9 @@
 // MPI_Pack/MPI_Unpack otherwise.
 //
 // Threading: all functions are thread-safe (MPI_THREAD_MULTIPLE).
+//
+// Memory ordering: a builtin type's slot is claimed with a relaxed CAS, filled, and
+// published with a release store of kReady; described_builtin loads it with acquire.
 #ifndef EP_RUNTIME_DATATYPE_H_
 #define EP_RUNTIME_DATATYPE_H_
 

@@ -7,6 +7,8 @@
 // progress thread never throws; MPI errors it sees become EP_ERR_* via from_mpi().
 //
 // Threading: details are thread_local; everything here is thread-safe.
+//
+// Memory ordering: nothing shared (the detail strings are per thread).
 #ifndef EP_RUNTIME_ERROR_H_
 #define EP_RUNTIME_ERROR_H_
 

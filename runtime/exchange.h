@@ -26,6 +26,9 @@
 // Threading: the endpoint-level calls are collective over the endpoints of the
 // communicator, each endpoint on its own thread (any thread per endpoint); they
 // block.  The frag_* calls run inside local_round's fn only.
+//
+// Memory ordering: a hidden message's data is published by its request's completion
+// (request.h); local_round hands contributions and results over under its mutex.
 #ifndef EP_RUNTIME_EXCHANGE_H_
 #define EP_RUNTIME_EXCHANGE_H_
 

@@ -60,11 +60,9 @@
 // under the matcher's line, so no delivery is half done): the flag on the head and
 // on its MatchOp are cleared, and later deliveries complete the request, which wakes
 // it.  A receive that is not the only one posted, or a message that does not fit,
-// takes the request's own completion as before.  Measured (README, row a): a
-// two-thread EP_Send/EP_Recv ping-pong's round trip fell from about 1,650 to 1,250
-// cycles (medians of 128 segments of 50,000 each, alternating builds), the benchmark's
-// row a from 3.1-3.5x to 2.4-3.0x its atomic flag - on this machine a token passed
-// through one line that the waiter polls costs half of one passed through two.
+// takes the request's own completion as before.  On this machine a token passed through
+// one line that the waiter polls costs half of one passed through two
+// (docs/perf/runtime.md).
 // Ordering argument: arrivals from one source are processed in send order and each
 // goes to the first posted receive that matches it; receives are processed in post
 // order and each takes the first unexpected arrival that matches it - MPI's
@@ -140,9 +138,8 @@ struct Envelope {
       : sbuf(nullptr), scount(0), stype(MPI_BYTE), sreq(nullptr), src_proc(0), data_tag(0),
         cookie(0) {}
   // An eager envelope on a message path (a local eager send, a bundle's record): only
-  // the fields above the rendezvous ones are set.  A default-constructed Envelope is
-  // 112 bytes that gcc clears with `rep stos`, which took two thirds of the samples of
-  // a bundle record's hand-over in a profile of row c, and sat on the local send path.
+  // the fields above the rendezvous ones are set (clearing all of them costs a `rep stos`
+  // on every message).
   struct EagerOnly {};
   explicit Envelope(EagerOnly) {}
 };

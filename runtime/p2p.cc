@@ -24,7 +24,7 @@ TypeInfo packed_info() {
 // Hands an envelope to a local endpoint: matched in place when possible.  Inlined
 // into the eager path below, as that path is into send(): a small local message's
 // send is one ping-pong's critical path, and each call level costs its prologue,
-// epilogue and arguments (callgrind: see README, "Within a process").
+// epilogue and arguments (docs/perf/runtime.md).
 [[gnu::always_inline]] inline void deliver_local(Endpoint* ep, Endpoint* dest, Envelope* e) {
   if (dest->matcher.try_deliver_direct(e)) {
     Runtime* rt = runtime();

@@ -7,12 +7,14 @@
 // payload; large or synchronous messages are queued as a reference to the sender's
 // buffer and copied once by the matcher, and the send completes then.  A send to
 // another process is a packet on the progress engine: eager packets carry the
-// payload (the send is complete at once); large or synchronous sends carry only a
-// header (RTS) and the payload follows on the data comm with MPI_Isend (MPI_Issend
-// for synchronous mode), which the receiver's progress thread receives with
-// MPI_Irecv straight into the user's buffer once the receive has matched.  A blocking
-// EP_Send of a small message to another process takes a short way, inline in its
-// entry point (p2p_inline.h).
+// payload (the send is complete at once); large or synchronous sends carry only an
+// RTS, and the payload leaves on the data comm straight from the user's buffer into
+// the receiver's once the receive has matched and its CTS came back (runtime.h,
+// "Rendezvous").  A blocking EP_Send of a small message to another process takes a
+// short way, inline in its entry point (p2p_inline.h).
+//
+// Memory ordering: requests complete with request_complete (request.h); an envelope
+// handed to a matcher is published by the matcher's queue or its line (matching.h).
 //
 // The receiver's critical path.  A 2-process ping-pong costs MPI's own latency plus
 // what the receiving thread runs between MPI_Test finding the packet and its reply's
@@ -21,19 +23,7 @@
 // free of calls: the matcher's first-receive case, the delivery, waited_here, the
 // context lookup and the send's baton and MPI_Send (Engine::try_send_alone) are inline
 // in their headers, and the argument checks are inline with their messages out of
-// line.  Measured (a /tmp build that counts instructions with callgrind only between
-// those two points, 20,000 hops; each count includes about 16 of its own): 670-733
-// instructions per hop before this layout, 498-508 after; 8 B ping-pong against
-// MPI_Send/MPI_Recv in alternating runs of the two builds on the same host (10 each,
-// 20 segments of 10,000 round trips, 2026-11-26, MPI at 0.20-0.32 us one way):
-// libep's ratio fell from 1.48-1.82x (median 1.68x) to 1.42-1.59x (median 1.49x).
-// Then (2026-11-26) two steps off that path: the reply's send posts again the receive
-// that the waiter's packet left free right after its MPI_Send (progress/engine.h,
-// "The posted receives"), so that the next wait's first tests no longer sit behind an
-// MPI_Irecv when the reply arrives; and EP_Send checks its arguments at a glance
-// (api/ep.cc), 522-524 -> 507-511 instructions counted as above.  10 alternating runs
-// of the builds before and after them: 1.43-1.73x (median 1.54x) -> 1.28-1.39x
-// (median 1.36x), lower in every pair, MPI at 0.20-0.31 us one way.
+// line (instruction counts and ratios: docs/perf/runtime.md).
 //
 // Threading: called by the endpoint's thread (one at a time per endpoint).
 #ifndef EP_RUNTIME_P2P_H_

@@ -3,16 +3,15 @@
 // What it is: a contiguous standard-mode message to an endpoint of another process
 // whose packet fits progress::Engine::kSmallPacketBytes (and not above
 // EP_EAGER_LIMIT) is written on the caller's stack and handed to MPI at once (see
-// "Lone blocking sends" in progress/engine.h); every other message takes
+// Engine::try_send_alone); every other message takes
 // runtime::send (p2p.h).  Apart from send()'s generality (modes, requests, local
 // peers, datatypes, the call levels between them) this is send()'s path for such a
-// message.  It is on the critical path of every 2-process ping-pong: segments of one
-// run alternating between the two paths (the same processes and host throughout)
-// measured send()'s path at 1.01-1.05x this one's one-way latency (median 1.035x,
-// 7 runs of 30 segment pairs), and 1.00-1.03x when the host ran the virtual CPUs
-// slowly (MPI's own ping-pong then 2.5x slower).
+// message.  It is on the critical path of every 2-process ping-pong.
 //
 // Threading: the endpoint's thread (the caller holds its entry guard).
+//
+// Memory ordering: the packet is handed to MPI under the engine's baton (acquire and
+// release, engine.h) or through the endpoint's outbox (its lock, outbox.h).
 #ifndef EP_RUNTIME_P2P_INLINE_H_
 #define EP_RUNTIME_P2P_INLINE_H_
 

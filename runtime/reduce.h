@@ -12,6 +12,8 @@
 // The classification helpers say which predefined family an MPI type belongs to.
 //
 // Threading: pure functions.  Buffers need not be aligned.
+//
+// Memory ordering: none (no shared state).
 #ifndef EP_RUNTIME_REDUCE_H_
 #define EP_RUNTIME_REDUCE_H_
 

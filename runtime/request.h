@@ -39,11 +39,10 @@
 //
 // Completed by its waiter.  Most completions run on the very thread that is blocked on
 // the request: a waiter holding the baton delivers its own message (a ping-pong), or
-// a run of a bundle's records into the receives it waits for in EP_Waitall (97% of
-// runs in the message-rate benchmark).  MPI forbids using one request from two
+// a run of a bundle's records into the receives it waits for in EP_Waitall.  MPI forbids using one request from two
 // threads at once, so while a thread is blocked on a request nobody else may wait on
 // it or free it: its state word has no other writer than its completer.  Such a
-// completion is a plain store (no locked RMW, about 30 cycles here) and wakes nobody.
+// completion is a plain store (no locked RMW) and wakes nobody.
 // The thread knows which requests it is blocked on through a WaitScope (thread-local:
 // the request of EP_Wait or a blocking call, or the array of EP_Waitall, scanned from
 // a cursor because deliveries usually follow the array's order; a request not found
@@ -51,23 +50,15 @@
 //
 // Spinning lightly.  A waiter whose request another thread of this process completes
 // (no engine to drive) polls its state word with one load and one `pause` per round,
-// 16 rounds between two steps of the back-off (clock reads, yields), as the atomic-flag
-// baseline of the local ping-pong does; a blocking receive's waiter polls the matcher's
-// line in the same loop (see "Delivered on the line" in matching.h).  (An earlier note
-// here blamed a spinning waiter for slowing the other virtual CPU like a hyperthread.
-// That measurement was wrong: its spinner's flag shared a cache line with the measured
-// loop's receive buffer.  With the flag on a line of its own, a `pause` loop on the
-// other virtual CPU leaves the single-thread loop's 360-370 cycles per message as they
-// are.)  Measured, 2 threads ping-ponging through EP_Send/EP_Recv (round trip in cycles,
-// medians of 50,000, alternating runs of 16 each): 778-784 with 16 rounds and 756-784
-// with 64, against 806-842 with the back-off's own spin, in the ping-pong's fast steady
-// state; 1,550-2,000 either way in its slow one (README, row a).
+// 16 rounds between two steps of the back-off, as the atomic-flag baseline of the local
+// ping-pong does; a blocking receive's waiter polls the matcher's line in the same loop
+// ("Delivered on the line" in matching.h).  The loop is runtime/wait.h's.
 //
 // Memory ordering: request_complete() writes `status` then fetch_or(kComplete) with
 // acq_rel; request_wait()/request_done() load `state` with acquire (pairs with that
 // release), so a waiter that sees kComplete sees the status.  A waiter that wants to
-// sleep first CASes kPending -> kPendingWaited; the completer's RMW returns the
-// kPendingWaited bit and then it calls futex_wake_all.  The kReleased fetch_or is
+// sleep first CASes kPending -> kPendingWaited (runtime/wait.h); the completer's RMW
+// returns the kPendingWaited bit and then it calls futex_wake_all.  The kReleased fetch_or is
 // acq_rel too, so whichever side recycles has seen the other's writes.
 #ifndef EP_RUNTIME_REQUEST_H_
 #define EP_RUNTIME_REQUEST_H_
@@ -100,7 +91,7 @@ struct RecvTarget {
 
 // The leading bytes of an n-byte message that make whole elements of `elem` bytes
 // (elem > 0).  Element sizes are mostly powers of two: a mask then, not a 64-bit
-// division (about 25% of deliver()'s samples in row c's profile).
+// division.
 inline int64_t whole_elements(int64_t n, uint32_t elem) {
   return (elem & (elem - 1)) == 0 ? n & -static_cast<int64_t>(elem) : n - n % elem;
 }

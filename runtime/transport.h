@@ -8,6 +8,10 @@
 //
 // Threading: send_packet, run_in_pass, start_queued are thread-safe and never block;
 // send_packet_from_pass only on the baton holder (inside a sink or a hook).
+//
+// Memory ordering: a packet's bytes are published to the engine by the command
+// queue's push (release) and the pass's pop (acquire); the sink and the hook are
+// installed with release stores that the passes load with acquire.
 #ifndef EP_RUNTIME_TRANSPORT_H_
 #define EP_RUNTIME_TRANSPORT_H_
 

@@ -44,12 +44,11 @@
 #ifndef EP_RUNTIME_WAIT_H_
 #define EP_RUNTIME_WAIT_H_
 
+#include <mpi.h>
 #include <sched.h>
 
 #include <atomic>
 #include <cstdint>
-
-#include <mpi.h>
 
 #include "progress/backoff.h"
 
