@@ -104,12 +104,14 @@ const ConfigRow kConfigTable[] = {
      "takes entry i mod n",
      parse_cpus, show_cpus},
     {"EP_PROGRESS_POLICY", "adaptive",
-     "spin, adaptive (spin, then yield, then sleep while idle) or yield (with a short sleep after "
-     "each 200 us of yielding)",
+     "how every wait and the idle progress thread wait: adaptive (spin, then yield, then "
+     "sleep until woken), spin (never sleep) or yield (with a short sleep after each 200 us "
+     "of yielding)",
      parse_policy, show_policy},
     {"EP_EAGER_LIMIT", "16384",
-     "bytes; larger messages are not buffered by the receiver (rendezvous into the user's "
-     "buffer)",
+     "bytes; a larger message leaves its sender only once its receive matched (rendezvous "
+     "into the user's buffer): never buffered by libep or sent eagerly; 0: every message "
+     "with a payload",
      parse_eager, show_eager},
     {"EP_STATS", "0", "1: each process prints its counters at EP_Finalize", parse_stats,
      show_stats},
