@@ -31,7 +31,7 @@
 // that the waiter's packet left free right after its MPI_Send (progress/engine.h,
 // "The posted receives"), so that the next wait's first tests no longer sit behind an
 // MPI_Irecv when the reply arrives; and EP_Send checks its arguments at a glance
-// (api/ep.cc), 522-524 -> 507-511 instructions counted as above.  10 alternating runs
+// (api/p2p.cc), 522-524 -> 507-511 instructions counted as above.  10 alternating runs
 // of the builds before and after them: 1.43-1.73x (median 1.54x) -> 1.28-1.39x
 // (median 1.36x), lower in every pair, MPI at 0.20-0.31 us one way.
 //
