@@ -1,11 +1,38 @@
-// entry.h - what every C entry point of libep shares: init and handle checks,
-// argument checks, error handlers, the concurrent-entry guard.
+// entry.h - what the C entry points of libep share: the init check, handle validation,
+// the concurrent-entry guard, error handlers, and the argument checks and status
+// writers of more than one area.
 //
-// Internal to api/ (the files of //api include it); not part of the public header.
+// Internal to api/ (the files of //api include it); not part of the public header.  The
+// entry points live one file per area (env, comm, group, p2p, request, collectives,
+// rma, team, grequest).  Each checks that libep is initialized (EP_CHECK_INIT), checks
+// its handles and arguments - every failure names the call, the argument and its value
+// (runtime/error.h) - guards the endpoint against concurrent entry, then calls the
+// runtime.  A failure on a valid communicator goes through its error handler
+// (handle()); the others return their code.
+//
+// Handle validation: every handle object begins with a word that names its kind (a
+// Request with its class's vtable pointer, the others with a magic number).  The as_*
+// functions below accept a handle only if its address is plausible and that word is
+// its kind's, so a null handle, a predefined constant (EP_ERRORS_RETURN,
+// EP_MESSAGE_NO_PROC: small integers, never dereferenced) or a live handle of another
+// kind is refused with the error of the expected kind.  A handle whose object was freed
+// is the user's error (MPI's too): the API sets freed handles to their null value.
+//
+// The concurrent-entry guard: one thread at a time may be inside a call on an endpoint
+// (runtime/comm.h).  Entry (taken by EP_GET_COMM) claims Endpoint::busy for the call; a
+// thread that finds it claimed does not wait: its call fails with EP_ERR_CONCURRENT,
+// through the endpoint's error handler, and leaves the claim to its holder.
+//
+// Memory ordering: Entry claims busy with an acquire exchange and gives it back with a
+// release store.  For threads X and Y calling on the same endpoint, if Y's Entry
+// succeeds after X's call returned, everything X did in its call happens-before
+// everything Y does in its own: consecutive users of a handle on different threads
+// need no other synchronization.
 #ifndef EP_API_ENTRY_H_
 #define EP_API_ENTRY_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 
 #include "ep/ep.h"
@@ -17,8 +44,9 @@
 #include "runtime/runtime.h"
 
 // The bottom package's codes and status layout are the public header's (base/types.h).
-static_assert(ep::EP_ERR_LASTCODE == EP_ERR_LASTCODE && ep::EP_ERR_OTHER == EP_ERR_OTHER &&
-                  ep::EP_ERR_ARG == EP_ERR_ARG && ep::EP_ERR_TEAM == EP_ERR_TEAM,
+static_assert(int{ep::EP_ERR_LASTCODE} == int{EP_ERR_LASTCODE} &&
+                  int{ep::EP_ERR_OTHER} == int{EP_ERR_OTHER} &&
+                  int{ep::EP_ERR_ARG} == int{EP_ERR_ARG} && int{ep::EP_ERR_TEAM} == int{EP_ERR_TEAM},
               "base/types.h and ep.h number the codes alike");
 static_assert(sizeof(ep::Status) == sizeof(EP_Status) &&
                   offsetof(ep::Status, EP_ERROR) == offsetof(EP_Status, EP_ERROR) &&
@@ -54,19 +82,15 @@ inline int handle(EP_Errhandler eh, int code) {
 }
 inline int handle(Endpoint* ep, int code) { return handle(ep->errhandler, code); }
 
-#define EP_CHECK_INIT(call)                                                              \
-  do {                                                                                   \
-    if (runtime() == nullptr) {                                                          \
+#define EP_CHECK_INIT(call)                                                                 \
+  do {                                                                                      \
+    if (runtime() == nullptr) {                                                             \
       return fail(EP_ERR_NOT_INITIALIZED, call, "libep is not initialized (call EP_Init)"); \
-    }                                                                                    \
+    }                                                                                       \
   } while (0)
 
-// Handle validation.  Every handle object begins with a word that names its kind (a
-// Request with its class's vtable pointer, the others with a magic number), so a null
-// handle, a predefined constant (EP_ERRORS_RETURN, EP_MESSAGE_NO_PROC: small integers,
-// never dereferenced) or a live handle of another kind is refused with the error of
-// the expected kind.  A handle whose object was freed is the user's error (MPI's too):
-// the API sets freed handles to their null value.
+// Handle validation (see the top of this file): below this address, a handle is null
+// or a predefined constant, never an object.
 inline bool plausible_handle(const void* h) { return reinterpret_cast<uintptr_t>(h) >= 4096; }
 
 inline Endpoint* as_endpoint(EP_Comm c) {
@@ -90,11 +114,11 @@ inline Request* as_request(EP_Request h) {
   if (!plausible_handle(h)) return nullptr;
   static const void* const vptr =
       *reinterpret_cast<const void* const*>(ep::runtime::completed_send_request());
-  return *reinterpret_cast<const void* const*>(h) == vptr ? reinterpret_cast<Request*>(h)
-                                                          : nullptr;
+  return *reinterpret_cast<const void* const*>(h) == vptr ? reinterpret_cast<Request*>(h) : nullptr;
 }
 
-// Holds an endpoint for the duration of one call; detects concurrent entry.
+// Holds an endpoint for the duration of one call; detects concurrent entry (see the top
+// of this file).  Never waits.
 class Entry {
  public:
   explicit Entry(Endpoint* ep) : ep_(ep) {
@@ -111,19 +135,19 @@ class Entry {
   bool ok_;
 };
 
-#define EP_GET_COMM(ep, comm, call)                                                 \
-  EP_CHECK_INIT(call);                                                              \
-  Endpoint* ep = as_endpoint(comm);                                                 \
-  if (ep == nullptr) {                                                              \
-    return fail(EP_ERR_COMM, call, "communicator is %s",                            \
+#define EP_GET_COMM(ep, comm, call)                                                       \
+  EP_CHECK_INIT(call);                                                                    \
+  Endpoint* ep = as_endpoint(comm);                                                       \
+  if (ep == nullptr) {                                                                    \
+    return fail(EP_ERR_COMM, call, "communicator is %s",                                  \
                 (comm) == EP_COMM_NULL ? "EP_COMM_NULL" : "not a valid endpoint handle"); \
-  }                                                                                 \
-  Entry entry_guard(ep);                                                            \
-  if (!entry_guard.ok()) {                                                          \
-    return handle(ep, fail(EP_ERR_CONCURRENT, call,                                 \
-                           "another thread is inside a call on endpoint %d of this " \
-                           "communicator",                                          \
-                           ep->rank));                                              \
+  }                                                                                       \
+  Entry entry_guard(ep);                                                                  \
+  if (!entry_guard.ok()) {                                                                \
+    return handle(ep, fail(EP_ERR_CONCURRENT, call,                                       \
+                           "another thread is inside a call on endpoint %d of this "      \
+                           "communicator",                                                \
+                           ep->rank));                                                    \
   }
 
 inline int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const char* arg) {
@@ -139,7 +163,8 @@ inline bool is_builtin(MPI_Datatype type) {
   return combiner == MPI_COMBINER_NAMED;
 }
 
-inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* call) {
+inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti,
+                        const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
   if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "buffer is EP_IN_PLACE");
   int err = check_type(type, ti, call, "datatype");
@@ -160,6 +185,8 @@ inline void write_status(EP_Status* dst, const ep::Status& src) {
   dst->ep_cancelled_ = src.ep_cancelled_;
   dst->ep_bytes_ = src.ep_bytes_;
 }
+// A completed request's status, written as write_status does.
+inline void copy_status(const Request* r, EP_Status* st) { write_status(st, r->status); }
 // The status of a null or inactive request, or of a probe of EP_PROC_NULL (less its
 // source): any source, any tag, count 0; EP_ERROR untouched.
 inline void empty_status(EP_Status* st) {
@@ -169,7 +196,6 @@ inline void empty_status(EP_Status* st) {
   st->ep_cancelled_ = 0;
   st->ep_bytes_ = 0;
 }
-
 
 }  // namespace ep::api
 

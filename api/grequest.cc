@@ -1,6 +1,6 @@
 // grequest.cc - the C entry points of generalized requests and the status helpers
 // (MPI chapter 12.2/12.3).  The Wait/Test family, EP_Request_free, EP_Cancel and
-// EP_Request_get_status dispatch kGrequest requests to runtime/grequest.h (api/ep.cc).
+// EP_Request_get_status dispatch kGrequest requests to runtime/grequest.h (api/request.cc).
 #include "runtime/grequest.h"
 
 #include <cstring>
@@ -50,7 +50,9 @@ int EP_Grequest_start(EP_Grequest_query_function* query_fn, EP_Grequest_free_fun
   if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
   if (query_fn == nullptr || free_fn == nullptr || cancel_fn == nullptr) {
     return fail(EP_ERR_ARG, call, "%s is NULL",
-                query_fn == nullptr ? "query_fn" : free_fn == nullptr ? "free_fn" : "cancel_fn");
+                query_fn == nullptr  ? "query_fn"
+                : free_fn == nullptr ? "free_fn"
+                                     : "cancel_fn");
   }
   Request* r = ep::runtime::grequest_start(&query_adapter, &free_adapter, &cancel_adapter,
                                            new UserGreq{query_fn, free_fn, cancel_fn, extra_state});

@@ -105,7 +105,7 @@ TEST(ShortSend, TypedMessagesArriveIntact) {
 }
 
 // EP_PROC_NULL is a no-op, and EP_Send's errors are still reported: a call that the
-// short way's glance does not pass (api/ep.cc) takes the general way, whose checks
+// short way's glance does not pass (api/p2p.cc) takes the general way, whose checks
 // name the argument - each bound of the glance is crossed here once.
 TEST(ShortSend, ProcNullAndBadArgumentsKeepTheirMeaning) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {

@@ -1,0 +1,96 @@
+// env.cc - the C entry points of libep's environment: EP_Init and EP_Finalize (with the
+// collective and one-sided handlers they install and remove), the init and thread
+// queries, EP_Wtime, a communicator's error handler, EP_Error_string.
+#include <cstring>
+#include <string>
+
+#include "api/entry.h"
+#include "collectives/coll.h"
+#include "collectives/engine.h"
+#include "ep/ep.h"
+#include "rma/window.h"
+#include "runtime/error.h"
+#include "runtime/exchange.h"
+#include "runtime/runtime.h"
+
+namespace {
+using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point helpers
+}  // namespace
+
+extern "C" {
+
+int EP_Init(void) {
+  if (runtime() != nullptr) return fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized");
+  int err = ep::runtime::runtime_init();
+  if (err == EP_SUCCESS) {
+    ep::collectives::install();  // collective schedules run in passes
+    ep::rma::rma_init();         // one-sided packets reach the window handler
+  }
+  return err;
+}
+
+int EP_Finalize(void) {
+  EP_CHECK_INIT("EP_Finalize");
+  int err = ep::runtime::runtime_finalize();
+  ep::collectives::release_scratch();  // no collective runs any more
+  ep::collectives::uninstall();
+  ep::runtime::release_blobs();
+  return err;
+}
+
+int EP_Initialized(int* flag) {
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Initialized", "flag is NULL");
+  *flag = runtime() != nullptr;
+  return EP_SUCCESS;
+}
+
+int EP_Query_thread(int* provided) {
+  EP_CHECK_INIT("EP_Query_thread");
+  if (provided == nullptr) return fail(EP_ERR_ARG, "EP_Query_thread", "provided is NULL");
+  *provided = MPI_THREAD_MULTIPLE;
+  return EP_SUCCESS;
+}
+
+int EP_Is_thread_main(int* flag) {
+  EP_CHECK_INIT("EP_Is_thread_main");
+  if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Is_thread_main", "flag is NULL");
+  MPI_Is_thread_main(flag);
+  return EP_SUCCESS;
+}
+
+double EP_Wtime(void) { return MPI_Wtime(); }
+
+int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler eh) {
+  EP_GET_COMM(ep, comm, "EP_Comm_set_errhandler");
+  if (eh != EP_ERRORS_ARE_FATAL && eh != EP_ERRORS_RETURN) {
+    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_set_errhandler",
+                           "errhandler is neither EP_ERRORS_ARE_FATAL nor EP_ERRORS_RETURN"));
+  }
+  ep->errhandler = eh;
+  return EP_SUCCESS;
+}
+
+int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler* eh) {
+  EP_GET_COMM(ep, comm, "EP_Comm_get_errhandler");
+  if (eh == nullptr)
+    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_get_errhandler", "errhandler is NULL"));
+  *eh = ep->errhandler;
+  return EP_SUCCESS;
+}
+
+int EP_Error_string(int code, char* string, int* resultlen) {
+  if (string == nullptr || resultlen == nullptr) {
+    return fail(EP_ERR_ARG, "EP_Error_string", "string or resultlen is NULL");
+  }
+  if (code < EP_SUCCESS || code >= EP_ERR_LASTCODE) {
+    return fail(EP_ERR_ARG, "EP_Error_string", "code %d is not an EP_* error code", code);
+  }
+  std::string s = ep::runtime::error_string(code);
+  size_t n = s.size() < EP_MAX_ERROR_STRING - 1 ? s.size() : EP_MAX_ERROR_STRING - 1;
+  std::memcpy(string, s.data(), n);
+  string[n] = '\0';
+  *resultlen = static_cast<int>(n);
+  return EP_SUCCESS;
+}
+
+}  // extern "C"
