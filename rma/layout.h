@@ -11,15 +11,19 @@
 // MPI_SHORT_INT, whose padding travels along), so both sides of an operation agree.
 //
 // Supported constructors: named, dup, contiguous, vector, hvector, indexed,
-// hindexed, indexed_block, hindexed_block, struct and resized - what the issue asks
-// (predefined, contiguous and vector) and more.  Subarray and darray types are
-// EP_ERR_TYPE.
+// hindexed, indexed_block, hindexed_block, struct and resized.  Subarray and darray
+// types are EP_ERR_TYPE.
 //
 // Accumulate checks: `basic` is the one predefined type every element has
 // (MPI_DATATYPE_NULL if they differ), and op_allows() says whether MPI defines a
 // predefined op on it (MPI 3.1 section 5.9.2; MPI_REPLACE and MPI_NO_OP take any).
 //
-// Threading: pure functions; thread-safe.
+// Threading: pure functions; thread-safe (layout_of only queries MPI about datatypes).
+//
+// Memory ordering: none of its own: the functions read and write only the memory they
+// are given, on the calling thread.  A caller that copies into or combines window
+// memory that other threads or processes may access orders those accesses itself (the
+// accumulate lock, rma/lock.h, or the epoch's synchronization, rma/window.h).
 #ifndef EP_RMA_LAYOUT_H_
 #define EP_RMA_LAYOUT_H_
 
