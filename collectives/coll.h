@@ -1,23 +1,31 @@
-// coll.h - collectives over endpoints communicators.
+// coll.h - collectives over endpoints communicators: the interface api/ uses.
 //
 // What it is: every collective of API.md on intracommunicators, blocking and
 // nonblocking, through one engine (engine.h: local arrival, an exchange among
-// fragments, local finish); blocking calls start and wait.  On intercommunicators:
-// Barrier, Bcast and Allreduce (blocking).  Arguments are checked by api/.
+// fragments, local finish; families in ops.cc and ops_reduce.cc); blocking calls start
+// and wait, except the allreduces that take the blocking fast path (fast.h).  On
+// intercommunicators: Barrier, Bcast and Allreduce (blocking, inter.cc).  Arguments are
+// checked by api/.
 //
-// Which layouts take which path.  Data always travels tagged with its rank, so
-// every layout is correct (grouped by process, reversed, interleaved, several
-// fragments per process after a merge).  Reductions differ:
+// Which layouts take which path.  Data always travels tagged with its rank, so every
+// layout is correct (grouped by process, reversed, interleaved, several fragments per
+// process after a merge).  Reductions differ:
 //   - op commutative, or layout grouped (each fragment's ranks contiguous): every
-//     fragment combines its endpoints' inputs in rank order (in parallel chunks above
-//     kParallelBytes: shared with the waiting members of the starter's helper team if
-//     it has any, runtime/team.h; else with oneTBB), the fragments swap these partials and each
-//     combines them in fragment (= rank) order: one value per fragment travels;
+//     fragment combines its endpoints' inputs in rank order (in parallel chunks when
+//     large, reduce_util.h), the fragments swap these partials and each combines them
+//     in fragment (= rank) order: one value per fragment travels;
 //   - non-commutative op on a non-grouped layout: every rank's input travels and
 //     each fragment applies the op in rank order, x0 op (x1 op (... op x(n-1))).
-// Ops are applied with MPI_Reduce_local, so user ops and every datatype work.
+// Ops are applied with libep's loops or MPI_Reduce_local, so user ops and every
+// datatype work.
 //
-// Threading: collective over the endpoints of the communicator, one thread each.
+// Threading: start, run_fast and the inter_* calls are collective over the endpoints
+// of the communicator, one thread each (any thread per endpoint).  release_scratch
+// runs in EP_Finalize, after every collective.
+//
+// Memory ordering: a started operation's outputs are released by request_complete and
+// acquired by request_wait/test (engine.h); run_fast's outputs by the fast path's
+// generation word (fast.h).  The inter_* calls return after their outputs are written.
 #ifndef EP_COLLECTIVES_COLL_H_
 #define EP_COLLECTIVES_COLL_H_
 
@@ -43,18 +51,12 @@ enum class Kind {
   kExscan,
 };
 
-constexpr int64_t kParallelBytes = 256 * 1024;
-// Chunk size of the steps a helper team shares (runtime/team.h): a few chunks per
-// 1 MiB, so two or three threads balance and each chunk stays in L2.
-constexpr int64_t kTeamGrainBytes = 128 * 1024;
-
 // Starts a collective on an intracommunicator; returns the endpoint's request
 // (held by caller + operation).  `part` holds this endpoint's buffers; for the
 // non-v forms the caller fills the per-rank counts and displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
-// A blocking allreduce through the fast path (engine.h, "The blocking fast path"):
-// true if it took it (then *err holds the result), false if the call must go through
-// start().
+// A blocking allreduce through the fast path (fast.h): true if it took it (then *err
+// holds the result), false if the call must go through start().
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& args, int* err);
 // Frees the scratch buffers reductions keep for reuse (EP_Finalize).
 void release_scratch();

@@ -1,12 +1,21 @@
+// engine.cc - the engine (engine.h): arrival, the schedules among fragments and
+// their pass hook, finish; the per-fragment state.
 #include "collectives/engine.h"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <cmath>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "base/types.h"
-#include "runtime/runtime.h"
+#include "collectives/fast.h"
+#include "collectives/internal.h"
+#include "runtime/exchange.h"
+#include "runtime/request.h"
+#include "runtime/team.h"
 #include "runtime/transport.h"
 
 namespace ep::collectives {
@@ -18,15 +27,16 @@ struct FragState {
   std::map<int, std::unique_ptr<CollOp>> arriving;  // by tag, guarded by mu
   std::vector<std::unique_ptr<CollOp>> active;      // started, guarded by mu
   std::atomic<bool> advancing{false};               // one advancing thread at a time
-  FastState fast;                                   // the blocking fast path (engine.h)
+  FastState fast;                                   // the blocking fast path (fast.h)
 };
 
-// Fragments with active operations.  A fragment enters in run() and leaves in poll()
-// (on the baton holder) once it has none; CommShared::coll_active is 1 meanwhile, so
-// the fragment is not deleted (runtime's retire() also runs on the baton holder).
+// Fragments with active operations.  A fragment enters in run() and leaves in
+// poll_schedules() (on the baton holder) once it has none; CommShared::coll_active is 1
+// meanwhile, so the fragment is not deleted (runtime's retire() also runs on the baton
+// holder).
 std::mutex g_mu;  // guards g_frags and lazy FragState creation
 std::vector<CommShared*> g_frags;
-std::atomic<int> g_nfrags{0};  // g_frags.size(), a hint for poll()
+std::atomic<int> g_nfrags{0};  // g_frags.size(), a hint for poll_schedules()
 
 FragState* state_of(CommShared* c) {
   // acquire: pairs with the release store below (the FragState is fully built).
@@ -210,34 +220,6 @@ bool advance(FragState* fs) {
   return progressed;
 }
 
-// The engine pass hook: advance every fragment with active operations.
-bool poll(bool* pending) {
-  // relaxed: a hint; a fragment registered after this load is polled by the next pass.
-  if (g_nfrags.load(std::memory_order_relaxed) == 0) return false;
-  // Only the baton holder polls (one pass at a time): one scratch vector will do.
-  static std::vector<CommShared*>* frags = new std::vector<CommShared*>;  // never freed
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    frags->assign(g_frags.begin(), g_frags.end());
-  }
-  bool progressed = false;
-  for (CommShared* c : *frags) {
-    auto* fs = static_cast<FragState*>(c->coll_state.load(std::memory_order_acquire));
-    progressed |= advance(fs);
-    std::lock_guard<std::mutex> lock(fs->mu);
-    if (!fs->active.empty()) {
-      *pending = true;
-    } else {
-      std::lock_guard<std::mutex> glock(g_mu);
-      g_frags.erase(std::remove(g_frags.begin(), g_frags.end(), c), g_frags.end());
-      g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
-      // release: pairs with the acquire in runtime's retire(); the fragment may go now.
-      c->coll_active.store(0, std::memory_order_release);
-    }
-  }
-  return progressed;
-}
-
 void run(std::unique_ptr<CollOp> op, FragState* fs) {
   op->start();
   const int n = nfrags(*op);
@@ -257,7 +239,8 @@ void run(std::unique_ptr<CollOp> op, FragState* fs) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (std::find(g_frags.begin(), g_frags.end(), c) == g_frags.end()) {
       g_frags.push_back(c);
-      c->coll_active.store(1, std::memory_order_relaxed);  // g_mu orders it for poll()
+      // relaxed: g_mu orders it for poll_schedules().
+      c->coll_active.store(1, std::memory_order_relaxed);
     }
     g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
   }
@@ -271,6 +254,34 @@ void run(std::unique_ptr<CollOp> op, FragState* fs) {
 }
 
 }  // namespace
+
+bool poll_schedules(bool* pending) {
+  // relaxed: a hint; a fragment registered after this load is polled by the next pass.
+  if (g_nfrags.load(std::memory_order_relaxed) == 0) return false;
+  // Only the baton holder polls (one pass at a time): one scratch vector will do.
+  static std::vector<CommShared*>* frags = new std::vector<CommShared*>;  // never freed
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    frags->assign(g_frags.begin(), g_frags.end());
+  }
+  bool progressed = false;
+  for (CommShared* c : *frags) {
+    // acquire: pairs with state_of's release store (run() made the state first).
+    auto* fs = static_cast<FragState*>(c->coll_state.load(std::memory_order_acquire));
+    progressed |= advance(fs);
+    std::lock_guard<std::mutex> lock(fs->mu);
+    if (!fs->active.empty()) {
+      *pending = true;
+    } else {
+      std::lock_guard<std::mutex> glock(g_mu);
+      g_frags.erase(std::remove(g_frags.begin(), g_frags.end(), c), g_frags.end());
+      g_nfrags.store(static_cast<int>(g_frags.size()), std::memory_order_relaxed);  // hint
+      // release: pairs with the acquire in runtime's retire(); the fragment may go now.
+      c->coll_active.store(0, std::memory_order_release);
+    }
+  }
+  return progressed;
+}
 
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make) {
   CommShared* c = ep->comm;
@@ -315,90 +326,6 @@ CollOp::~CollOp() {
   for (std::string& b : out_for) runtime::give_blob(std::move(b));
 }
 
-namespace {
-std::atomic<int> g_process_comms{0};  // a count: relaxed throughout
-}  // namespace
-
-int process_comms_alive() { return g_process_comms.load(std::memory_order_relaxed); }
-
-bool reserve_process_comm() {
-  if (g_process_comms.fetch_add(1, std::memory_order_relaxed) < kMaxProcessComms) return true;
-  g_process_comms.fetch_sub(1, std::memory_order_relaxed);
-  return false;
-}
-
-void release_process_comm() { g_process_comms.fetch_sub(1, std::memory_order_relaxed); }
-
-FastState::~FastState() {
-  // The fragment retires (no operation runs); MPICH frees a communicator locally.
-  if (pcomm != MPI_COMM_NULL) {
-    MPI_Comm_free(&pcomm);
-    release_process_comm();
-  }
-}
-
 FastState* fast_state(CommShared* c) { return &state_of(c)->fast; }
-
-namespace {
-MPI_Comm g_base = MPI_COMM_NULL;  // written by install/uninstall only (EP_Init/Finalize)
-}  // namespace
-
-MPI_Comm base_comm() { return g_base; }
-
-namespace {
-int g_cores = 1;  // written by install only (EP_Init), before any collective
-
-// The cores this process can count on (see engine.h, process_cores): every CPU of its
-// affinity mask counts 1/k, k being the number of processes of its node whose masks
-// hold that CPU.  Collective over `base`.  On any MPI failure: the mask's own count.
-int count_cores(MPI_Comm base) {
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return 1;
-  const int own = std::max(1, CPU_COUNT(&mine));
-  MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
-    return own;
-  }
-  int n = 1;
-  MPI_Comm_size(node, &n);
-  std::vector<cpu_set_t> all(static_cast<size_t>(n));
-  const int bytes = static_cast<int>(sizeof(cpu_set_t));
-  const int err = MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, node);
-  MPI_Comm_free(&node);
-  if (err != MPI_SUCCESS) return own;
-  double share = 0;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &mine)) continue;
-    int k = 0;
-    for (const cpu_set_t& m : all) k += CPU_ISSET(cpu, &m) ? 1 : 0;
-    share += 1.0 / std::max(k, 1);
-  }
-  return std::max(1, static_cast<int>(std::floor(share + 1e-9)));
-}
-
-// relaxed: a test sets it before it starts the threads that read it (thread creation
-// orders the two).
-std::atomic<int> g_cores_override{0};
-}  // namespace
-
-int process_cores() {
-  const int o = g_cores_override.load(std::memory_order_relaxed);
-  return o > 0 ? o : g_cores;
-}
-
-void override_process_cores(int n) { g_cores_override.store(n, std::memory_order_relaxed); }
-
-void install() {
-  runtime::set_pass_hook(&poll);
-  MPI_Comm_dup(MPI_COMM_WORLD, &g_base);
-  MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN);
-  MPI_Comm_set_name(g_base, "ep-fragments");
-  g_cores = count_cores(g_base);
-}
-
-void uninstall() {
-  if (g_base != MPI_COMM_NULL) MPI_Comm_free(&g_base);
-}
 
 }  // namespace ep::collectives

@@ -2,7 +2,7 @@
 //
 // What it is.  `Engine` makes every MPI call of point-to-point, collective and
 // one-sided traffic (the collectives' process-level exchange is the one exception,
-// collectives/engine.h), on two duplicates of MPI_COMM_WORLD it makes in start():
+// collectives/fast.h), on two duplicates of MPI_COMM_WORLD it makes in start():
 //   packet comm  every packet - an eager message with its payload, a rendezvous RTS or
 //                CTS, a one-sided request or reply - alone (tag kPacketTag) or several
 //                for one process in a bundle (kBundleTag: records of [uint32 length]

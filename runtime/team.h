@@ -12,7 +12,7 @@
 // Helping.  A member waiting in leave/sync is a *helper*: until its epoch closes it
 //   - takes chunks of the HelpJobs that other members of the team posted
 //     (team_parallel_for: the combine, pack, unpack and copy steps of large
-//     reductions started by a member, collectives/coll.cc), and
+//     reductions started by a member, collectives/reduce_util.h), and
 //   - runs progress passes of the engine (Engine::try_progress, if no other thread
 //     holds the baton), so pending point-to-point of the process advances on its core;
 // between jobs it backs off (progress::Backoff: spin, yield, then timed sleeps on the

@@ -209,8 +209,8 @@ void wait_until(Event& event, Ready&& ready, Drive drive = Drive::kNo) {
 void wait_flag(Flag& flag, Drive drive = Drive::kNo);
 
 // Waits for n MPI requests that the caller started on a communicator outside the
-// engine (the collectives' process-level exchange, communicator creation: see "MPI
-// outside the engine" in runtime.h).  It tests them itself while it spins and yields,
+// engine (the collectives' process-level exchange - the one exception progress/engine.h
+// names - and the nonblocking MPI collectives of creation and EP_Finalize).  It tests them itself while it spins and yields,
 // then hands them to the engine, which tests them in its passes and wakes it when they
 // completed.  Never blocks inside MPI.  Returns the first MPI error, or MPI_SUCCESS.
 int wait_mpi(MPI_Request* reqs, int n);

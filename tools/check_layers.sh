@@ -49,7 +49,7 @@ for pkg in "${!layer[@]}"; do
         report "$file names the progress engine (use runtime/transport.h, runtime/wait.h)"
       fi
     fi
-  done < <(find "$pkg" -name '*.h' -o -name '*.cc' | tr '\n' '\0')
+  done < <(find "$pkg" \( -name "*.h" -o -name "*.cc" \) | tr '\n' '\0')
 done
 
 if ((violations > 0)); then

@@ -192,9 +192,13 @@ TEST(Modes, BsendBufferForOneMessageServesAnyNumberSentOneAfterAnother) {
             ASSERT_EQ(msg[0], fill);
             ASSERT_EQ(msg[n - 1], fill);
             char ack = 1;
-            if (!by_barrier) ASSERT_EQ(EP_Send(&ack, 1, MPI_CHAR, p.a, 41, comm), EP_SUCCESS);
+            if (!by_barrier) {
+              ASSERT_EQ(EP_Send(&ack, 1, MPI_CHAR, p.a, 41, comm), EP_SUCCESS);
+            }
           }
-          if (by_barrier) ASSERT_EQ(EP_Barrier(comm), EP_SUCCESS);
+          if (by_barrier) {
+            ASSERT_EQ(EP_Barrier(comm), EP_SUCCESS);
+          }
         }
         EXPECT_EQ(refused, 0) << p.what << (by_barrier ? " (barrier)" : " (ack)")
                               << ": EP_ERR_BUFFER in " << refused << " of " << iters;

@@ -1,0 +1,60 @@
+// internal.h - declarations shared among the collectives' own files; not for api/.
+//
+// What it is: the few helpers that more than one file of this package needs and no
+// other header owns: the engine's pass hook (engine.cc, installed by process.cc), the
+// per-rank blob format and part lookups of the operation families (ops.cc,
+// ops_reduce.cc), and the constructors of the reduction families (ops_reduce.cc, used by
+// make_op in ops.cc).
+//
+// Threading: poll_schedules runs only on the engine baton holder (one pass at a time).
+// The rest are plain functions on the calling thread's data: an op's starter or
+// finisher, or the fast path's last arrival.
+//
+// Memory ordering: nothing here publishes anything itself; poll_schedules follows the
+// engine's order (engine.h).
+#ifndef EP_COLLECTIVES_INTERNAL_H_
+#define EP_COLLECTIVES_INTERNAL_H_
+
+#include <memory>
+#include <string>
+
+#include "base/types.h"
+#include "collectives/coll.h"
+#include "collectives/engine.h"
+#include "runtime/exchange.h"
+
+namespace ep::collectives {
+
+// The engine pass hook (runtime/transport.h PassHook): advances every fragment with
+// active operations; sets *pending while some remain.  True if it made progress.
+bool poll_schedules(bool* pending);
+
+// The input buffer of a part (its receive buffer under EP_IN_PLACE).
+inline const void* input_of(const Part& p) { return p.sbuf == in_place() ? p.rbuf : p.sbuf; }
+
+// The part of `rank` if it belongs to this fragment, else nullptr.
+Part* part_of_rank(CollOp& op, int rank);
+
+// Per-rank blobs: (rank, bytes) pairs.
+inline void put_ranked(runtime::BlobWriter& w, int rank, const std::string& bytes) {
+  w.put<int>(rank);
+  w.put_bytes(bytes);
+}
+template <class F>
+void for_ranked(const std::string& blob, F&& f) {
+  runtime::BlobReader rd(blob);
+  while (!rd.done()) {
+    int r = rd.get<int>();
+    std::string b = rd.get_bytes();
+    f(r, b);
+  }
+}
+
+// The reduction families (ops_reduce.cc): Reduce, Allreduce, Reduce_scatter(_block)
+// for `kind`; Scan (exclusive: Exscan).
+std::unique_ptr<CollOp> make_reduce_op(Kind kind);
+std::unique_ptr<CollOp> make_scan_op(bool exclusive);
+
+}  // namespace ep::collectives
+
+#endif  // EP_COLLECTIVES_INTERNAL_H_

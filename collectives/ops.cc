@@ -1,0 +1,183 @@
+// ops.cc - the data-movement collective families (Barrier, Bcast, Gather(v),
+// Allgather(v), Scatter(v), Alltoall(v)): phases 1 and 3 of engine.h; make_op and start.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/types.h"
+#include "collectives/coll.h"
+#include "collectives/internal.h"
+#include "collectives/reduce_util.h"
+#include "runtime/exchange.h"
+
+namespace ep::collectives {
+namespace {
+
+using runtime::BlobReader;
+using runtime::BlobWriter;
+
+class BarrierOp final : public CollOp {
+ public:
+  void start() override { pattern = Pattern::kAllgather; }
+  void finish() override {}
+};
+
+class BcastOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kBcast;
+    root_frag = c->frag_of[args.root];
+    if (Part* r = part_of_rank(*this, args.root))
+      out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+  }
+  void finish() override {
+    const std::string& data = in[root_frag];
+    for (Part& p : parts) {
+      if (p.rank != args.root) unpack_n(data, p.rbuf, p.rcount, p.rtype, p.rti);
+    }
+  }
+};
+
+// Gather(v), Allgather(v).
+class GatherOp final : public CollOp {
+ public:
+  explicit GatherOp(bool all) : all_(all) {}
+  void start() override {
+    pattern = all_ ? Pattern::kAllgather : Pattern::kGather;
+    root_frag = all_ ? 0 : c->frag_of[args.root];
+    BlobWriter w;
+    for (const Part& p : parts) {
+      if (p.sbuf == in_place()) {  // the block already sits in the receive buffer
+        put_ranked(
+            w, p.rank,
+            pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti), p.rcounts[p.rank], p.rtype, p.rti));
+      } else {
+        put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+      }
+    }
+    out = w.take();
+  }
+  void finish() override {
+    if (!all_ && c->my_frag != root_frag) return;
+    for (const std::string& blob : in) {
+      for_ranked(blob, [&](int r, std::string& b) {
+        for (Part& p : parts) {
+          if ((!all_ && p.rank != args.root) || (p.sbuf == in_place() && r == p.rank)) continue;
+          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
+        }
+      });
+    }
+  }
+
+ private:
+  bool all_;
+};
+
+// Scatter(v).
+class ScatterOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kScatter;
+    root_frag = c->frag_of[args.root];
+    Part* root = part_of_rank(*this, args.root);
+    if (root == nullptr) return;
+    std::vector<BlobWriter> w(c->frag_leaders.size());
+    for (int r = 0; r < c->size; ++r) {
+      put_ranked(w[c->frag_of[r]], r,
+                 pack_n(elem(root->sbuf, root->sdispls[r], root->sti), root->scounts[r],
+                        root->stype, root->sti));
+    }
+    out_for.clear();
+    for (BlobWriter& x : w) out_for.push_back(x.take());
+  }
+  void finish() override {
+    for_ranked(in[c->my_frag == root_frag ? c->my_frag : root_frag], [&](int r, std::string& b) {
+      Part* p = part_of_rank(*this, r);
+      if (p == nullptr || (r == args.root && p->rbuf == in_place())) return;
+      unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+    });
+  }
+};
+
+// Alltoall(v).
+class AlltoallOp final : public CollOp {
+ public:
+  void start() override {
+    pattern = Pattern::kAlltoall;
+    std::vector<BlobWriter> w(c->frag_leaders.size());
+    for (const Part& p : parts) {
+      const bool in_place = p.sbuf == ep::in_place();
+      const void* base = in_place ? p.rbuf : p.sbuf;
+      const std::vector<int>& cnt = in_place ? p.rcounts : p.scounts;
+      const std::vector<int>& dsp = in_place ? p.rdispls : p.sdispls;
+      const TypeInfo& ti = in_place ? p.rti : p.sti;
+      MPI_Datatype t = in_place ? p.rtype : p.stype;
+      for (int d = 0; d < c->size; ++d) {
+        BlobWriter& x = w[c->frag_of[d]];
+        x.put<int>(p.rank);
+        x.put<int>(d);
+        x.put_bytes(pack_n(elem(base, dsp[d], ti), cnt[d], t, ti));
+      }
+    }
+    out_for.clear();
+    for (BlobWriter& x : w) out_for.push_back(x.take());
+  }
+  void finish() override {
+    for (const std::string& blob : in) {
+      BlobReader rd(blob);
+      while (!rd.done()) {
+        int src = rd.get<int>();
+        int dst = rd.get<int>();
+        std::string b = rd.get_bytes();
+        Part* p = part_of_rank(*this, dst);
+        if (p != nullptr)
+          unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+      }
+    }
+  }
+};
+
+std::unique_ptr<CollOp> make_op(Kind kind) {
+  switch (kind) {
+    case Kind::kBarrier:
+      return std::make_unique<BarrierOp>();
+    case Kind::kBcast:
+      return std::make_unique<BcastOp>();
+    case Kind::kReduce:
+    case Kind::kAllreduce:
+    case Kind::kReduceScatter:
+      return make_reduce_op(kind);
+    case Kind::kGather:
+      return std::make_unique<GatherOp>(false);
+    case Kind::kAllgather:
+      return std::make_unique<GatherOp>(true);
+    case Kind::kScatter:
+      return std::make_unique<ScatterOp>();
+    case Kind::kAlltoall:
+      return std::make_unique<AlltoallOp>();
+    case Kind::kScan:
+      return make_scan_op(/*exclusive=*/false);
+    case Kind::kExscan:
+      return make_scan_op(/*exclusive=*/true);
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Part* part_of_rank(CollOp& op, int rank) {
+  const runtime::EpAddr& a = op.c->addr[rank];
+  if (op.c->frag_of[rank] != op.c->my_frag) return nullptr;
+  return &op.parts[a.local];
+}
+
+Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
+  return arrive(ep, std::move(part), [kind, &args] {
+    std::unique_ptr<CollOp> op = make_op(kind);
+    op->args = args;
+    return op;
+  });
+}
+
+}  // namespace ep::collectives
