@@ -1,10 +1,10 @@
 #include "runtime/comm.h"
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
 #include <cstring>
+#include <map>
 #include <new>
+#include <unordered_map>
 
 #include "runtime/error.h"
 #include "runtime/exchange.h"
@@ -321,8 +321,8 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
   std::vector<Identity> ids;
   for (int p = 0; p < psize; ++p) {
     for (long long i = 0; i < all[4 * p]; ++i) {
-      addr.push_back(EpAddr{static_cast<int>(all[4 * p + 1]),
-                            static_cast<uint32_t>(all[4 * p + 2]), static_cast<uint16_t>(i)});
+      addr.push_back(EpAddr{static_cast<int>(all[4 * p + 1]), static_cast<uint32_t>(all[4 * p + 2]),
+                            static_cast<uint16_t>(i)});
       ids.push_back(Identity{origin, static_cast<int>(addr.size()) - 1});
     }
   }
@@ -430,103 +430,134 @@ int comm_dup(Endpoint* ep, Endpoint** out) {
   return EP_SUCCESS;
 }
 
+namespace {
+
+// What one fragment's round of EP_Comm_split produced for its local endpoints.
+struct SplitMade {
+  std::vector<Endpoint*> by_local;  // new endpoint of each old local endpoint (or null)
+  int bad_rank = -1;                // an endpoint that passed an invalid colour
+  int bad_color = 0;
+};
+
+// Every rank's choice, as the fragments swap them.
+struct SplitRec {
+  int color = kUndefined, key = 0, local = -1;
+  uint32_t ctx = 0;  // the context of the fragment made for it (0: none)
+};
+
+// This fragment's local choices: a fragment begun for each colour used here, its local
+// order the new rank order (key, then old rank); new_local[i] is local endpoint i's index
+// in its colour's fragment.
+std::map<int, CommShared*> begin_colors(const std::vector<int>& colors,
+                                        const std::vector<int>& keys, std::vector<int>* new_local) {
+  const int n = static_cast<int>(colors.size());
+  auto order = [&](int a, int b) { return keys[a] != keys[b] ? keys[a] < keys[b] : a < b; };
+  std::map<int, std::vector<int>> members;  // colour -> local indices, new order
+  for (int i = 0; i < n; ++i) {
+    if (colors[i] != kUndefined && colors[i] >= 0) members[colors[i]].push_back(i);
+  }
+  std::map<int, CommShared*> made;
+  new_local->assign(static_cast<size_t>(n), -1);
+  for (auto& [col, v] : members) {
+    std::sort(v.begin(), v.end(), order);
+    made[col] = begin(static_cast<int>(v.size()));
+    for (size_t j = 0; j < v.size(); ++j) (*new_local)[v[j]] = static_cast<int>(j);
+  }
+  return made;
+}
+
+// Every rank's SplitRec: this fragment's written, then swapped among the fragments.
+std::vector<SplitRec> swap_choices(CommShared* old, int tag, const std::vector<int>& colors,
+                                   const std::vector<int>& keys, const std::vector<int>& new_local,
+                                   std::map<int, CommShared*>& made) {
+  BlobWriter w;
+  for (size_t i = 0; i < colors.size(); ++i) {
+    w.put<int>(old->local[i]->rank);
+    w.put<int>(colors[i]);
+    w.put<int>(keys[i]);
+    w.put<uint32_t>(new_local[i] >= 0 ? made[colors[i]]->ctx : 0);
+    w.put<int>(new_local[i]);
+  }
+  std::vector<SplitRec> recs(static_cast<size_t>(old->size));
+  for (const std::string& f : frag_allgather(old, tag, w.take())) {
+    BlobReader rd(f);
+    while (!rd.done()) {
+      const int r = rd.get<int>();
+      SplitRec x;
+      x.color = rd.get<int>();
+      x.key = rd.get<int>();
+      x.ctx = rd.get<uint32_t>();
+      x.local = rd.get<int>();
+      if (r >= 0 && r < old->size) recs[r] = x;
+    }
+  }
+  return recs;
+}
+
+// Finishes colour `col`'s fragment: its members in new rank order (key, then old rank).
+void finish_color(CommShared* old, CommShared* c, int col, const std::vector<SplitRec>& recs) {
+  std::vector<int> ranks;
+  for (int r = 0; r < old->size; ++r) {
+    if (recs[r].color == col) ranks.push_back(r);
+  }
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [&](int a, int b) { return recs[a].key < recs[b].key; });
+  std::vector<EpAddr> addr;
+  std::vector<Identity> ids;
+  for (int r : ranks) {
+    addr.push_back(EpAddr{old->addr[r].proc, recs[r].ctx, static_cast<uint16_t>(recs[r].local)});
+    ids.push_back(old->ids[r]);
+  }
+  finish(c, std::move(addr), std::move(ids));
+}
+
+// The last local arrival's part of EP_Comm_split (local_round's fn).
+std::shared_ptr<void> split_round(CommShared* old, int tag, std::vector<std::string>& contrib) {
+  const int n = static_cast<int>(contrib.size());
+  std::vector<int> colors(n), keys(n);
+  for (int i = 0; i < n; ++i) {
+    BlobReader rd(contrib[i]);
+    colors[i] = rd.get<int>();
+    keys[i] = rd.get<int>();
+  }
+  std::vector<int> new_local;
+  std::map<int, CommShared*> made = begin_colors(colors, keys, &new_local);
+  const std::vector<SplitRec> recs = swap_choices(old, tag, colors, keys, new_local, made);
+  auto m = std::make_shared<SplitMade>();
+  m->by_local.assign(n, nullptr);
+  for (int r = 0; r < old->size && m->bad_rank < 0; ++r) {
+    if (recs[r].color != kUndefined && recs[r].color < 0) {
+      m->bad_rank = r;
+      m->bad_color = recs[r].color;
+    }
+  }
+  for (auto& [col, c] : made) {
+    if (m->bad_rank >= 0) {
+      abandon(c);
+    } else {
+      finish_color(old, c, col, recs);
+    }
+  }
+  if (m->bad_rank < 0) {
+    for (int i = 0; i < n; ++i) {
+      if (new_local[i] >= 0) m->by_local[i] = made[colors[i]]->local[new_local[i]].get();
+    }
+  }
+  return std::static_pointer_cast<void>(m);
+}
+
+}  // namespace
+
 int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
   CommShared* old = ep->comm;
   const int tag = hidden_tag(ep);
-  struct Made {
-    std::vector<Endpoint*> by_local;  // new endpoint of each old local endpoint (or null)
-    int bad_rank = -1;                // an endpoint that passed an invalid colour
-    int bad_color = 0;
-  };
   BlobWriter mine;
   mine.put<int>(color);
   mine.put<int>(key);
   std::shared_ptr<void> res = old->local_round(
-      ep->local_index, mine.take(), [old, tag](std::vector<std::string>& contrib) {
-        const int n = static_cast<int>(contrib.size());
-        std::vector<int> colors(n), keys(n);
-        for (int i = 0; i < n; ++i) {
-          BlobReader rd(contrib[i]);
-          colors[i] = rd.get<int>();
-          keys[i] = rd.get<int>();
-        }
-        // One fragment per colour used here; local order = new rank order among them.
-        auto order = [&](int a, int b) {
-          return keys[a] != keys[b] ? keys[a] < keys[b] : a < b;  // local index ~ old rank
-        };
-        std::map<int, std::vector<int>> members;  // colour -> local indices, new order
-        for (int i = 0; i < n; ++i) {
-          if (colors[i] != kUndefined && colors[i] >= 0) members[colors[i]].push_back(i);
-        }
-        std::map<int, CommShared*> made;
-        std::vector<int> new_local(n, -1);
-        for (auto& [col, v] : members) {
-          std::sort(v.begin(), v.end(), order);
-          made[col] = begin(static_cast<int>(v.size()));
-          for (size_t j = 0; j < v.size(); ++j) new_local[v[j]] = static_cast<int>(j);
-        }
-        BlobWriter w;
-        for (int i = 0; i < n; ++i) {
-          w.put<int>(old->local[i]->rank);
-          w.put<int>(colors[i]);
-          w.put<int>(keys[i]);
-          w.put<uint32_t>(new_local[i] >= 0 ? made[colors[i]]->ctx : 0);
-          w.put<int>(new_local[i]);
-        }
-        std::vector<std::string> frags = frag_allgather(old, tag, w.take());
-        struct Rec {
-          int color = kUndefined, key = 0, local = -1;
-          uint32_t ctx = 0;
-        };
-        std::vector<Rec> recs(static_cast<size_t>(old->size));
-        for (const std::string& f : frags) {
-          BlobReader rd(f);
-          while (!rd.done()) {
-            int r = rd.get<int>();
-            Rec x;
-            x.color = rd.get<int>();
-            x.key = rd.get<int>();
-            x.ctx = rd.get<uint32_t>();
-            x.local = rd.get<int>();
-            if (r >= 0 && r < old->size) recs[r] = x;
-          }
-        }
-        auto m = std::make_shared<Made>();
-        m->by_local.assign(n, nullptr);
-        for (int r = 0; r < old->size; ++r) {
-          if (recs[r].color != kUndefined && recs[r].color < 0 && m->bad_rank < 0) {
-            m->bad_rank = r;
-            m->bad_color = recs[r].color;
-          }
-        }
-        for (auto& [col, c] : made) {
-          if (m->bad_rank >= 0) {
-            abandon(c);
-            continue;
-          }
-          std::vector<int> ranks;
-          for (int r = 0; r < old->size; ++r) {
-            if (recs[r].color == col) ranks.push_back(r);
-          }
-          std::stable_sort(ranks.begin(), ranks.end(),
-                           [&](int a, int b) { return recs[a].key < recs[b].key; });
-          std::vector<EpAddr> addr;
-          std::vector<Identity> ids;
-          for (int r : ranks) {
-            addr.push_back(EpAddr{old->addr[r].proc, recs[r].ctx,
-                                  static_cast<uint16_t>(recs[r].local)});
-            ids.push_back(old->ids[r]);
-          }
-          finish(c, std::move(addr), std::move(ids));
-        }
-        if (m->bad_rank < 0) {
-          for (int i = 0; i < n; ++i) {
-            if (new_local[i] >= 0) m->by_local[i] = made[colors[i]]->local[new_local[i]].get();
-          }
-        }
-        return std::static_pointer_cast<void>(m);
-      });
-  auto* m = static_cast<Made*>(res.get());
+      ep->local_index, mine.take(),
+      [old, tag](std::vector<std::string>& contrib) { return split_round(old, tag, contrib); });
+  auto* m = static_cast<SplitMade*>(res.get());
   if (m->bad_rank >= 0) {
     return fail(EP_ERR_ARG, "EP_Comm_split",
                 "color %d at rank %d is negative (and not EP_UNDEFINED)", m->bad_color,
@@ -561,8 +592,8 @@ int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_
             std::to_string(peer->comm->tag_ub) + ")";
     } else if (remote_leader < 0 || remote_leader >= peer->comm->size) {
       code = EP_ERR_RANK;
-      msg = "remote_leader " + std::to_string(remote_leader) + " is not a rank of peer_comm (size " +
-            std::to_string(peer->comm->size) + ")";
+      msg = "remote_leader " + std::to_string(remote_leader) +
+            " is not a rank of peer_comm (size " + std::to_string(peer->comm->size) + ")";
     } else {
       const int itag = kIntercommTagBase - tag;
       remote = sendrecv_hidden(peer, remote_leader, itag, write_group(hv->haddr, lc->ids),
@@ -575,8 +606,8 @@ int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_
         for (int r = 0; r < lc->size; ++r) {
           if (lc->ids[r] == rids[i]) {
             code = EP_ERR_GROUP;
-            msg = "the groups overlap: local rank " + std::to_string(r) +
-                  " is also rank " + std::to_string(i) + " of the remote group";
+            msg = "the groups overlap: local rank " + std::to_string(r) + " is also rank " +
+                  std::to_string(i) + " of the remote group";
             break;
           }
         }
@@ -651,8 +682,8 @@ int intercomm_merge(Endpoint* ep, bool high, Endpoint** out) {
     std::vector<Identity> rids;
     read_group(gr, &raddr, &rids);
     // The low group first; on a tie, the group whose rank 0 has the smaller identity.
-    bool mine_first = mg->high != rhigh ? mg->high == 0
-                                        : (rids.empty() || id_less(ld->ids[0], rids[0]));
+    bool mine_first =
+        mg->high != rhigh ? mg->high == 0 : (rids.empty() || id_less(ld->ids[0], rids[0]));
     std::vector<EpAddr> addr = mine_first ? mg->addr : raddr;
     std::vector<Identity> ids = mine_first ? ld->ids : rids;
     const std::vector<EpAddr>& a2 = mine_first ? raddr : mg->addr;
@@ -711,8 +742,8 @@ int comm_compare(Endpoint* a, Endpoint* b) {
   };
   bool congruent = x->ids == y->ids && (!x->inter || x->remote_ids == y->remote_ids);
   if (congruent) return kCongruent;
-  bool similar = same_members(x->ids, y->ids) &&
-                 (!x->inter || same_members(x->remote_ids, y->remote_ids));
+  bool similar =
+      same_members(x->ids, y->ids) && (!x->inter || same_members(x->remote_ids, y->remote_ids));
   return similar ? kSimilar : kUnequal;
 }
 

@@ -149,7 +149,7 @@ int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& t
   char* packet = static_cast<char*>(std::malloc(len));
   fill_header(packet, a, ep, true, sync, tag, bytes, engine().next_data_tag(), r);
   engine().send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len),
-                         /*now=*/blocking);
+                       /*now=*/blocking);
   return EP_SUCCESS;
 }
 
@@ -180,10 +180,66 @@ int lone_send_failed(int mpi_error, const char* call) {
 }
 
 void send_packet_queued(Endpoint* ep, int proc, const char* packet, size_t len) {
-  const bool submit =
-      ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
+  const bool submit = ep->outbox->append(proc, len, [&](char* at) { copy_bytes(at, packet, len); });
   engine().send_outbox(ep->outbox, submit, /*now=*/true);
 }
+
+namespace {
+
+// What a send hands to its protocol: the user's buffer, or the packed copy in the
+// attached buffer for a buffered send.
+struct Payload {
+  const void* buf;
+  int count;
+  MPI_Datatype type;
+  TypeInfo ti;
+};
+
+// A buffered send's copy: a segment of the attached buffer (its internal request
+// releases it once the message left).  MPI 3.1 section 3.6.2's model: before reporting
+// the buffer full, reclaim the space of buffered messages that have left, and let those
+// that can leave do so: a pass that tests every outstanding MPI request and takes in the
+// CTSs that arrived (each starts a payload), then wait for releases while payloads are
+// leaving.  A message whose receiver has not matched cannot leave: its space stays.
+int buffer_message(int64_t bytes, Payload* p, Request** bsend_req, const char* call) {
+  Runtime* rt = runtime();
+  void* segment = rt->bsend.allocate(bytes);
+  if (segment == nullptr && rt->bsend.attached()) {
+    engine().progress_now();
+    segment = rt->bsend.allocate_or_wait(bytes);
+  }
+  if (segment == nullptr) {
+    return fail(EP_ERR_BUFFER, call,
+                rt->bsend.attached()
+                    ? "%lld bytes plus EP_BSEND_OVERHEAD do not fit in the free part of the "
+                      "attached buffer"
+                    : "%lld bytes to buffer but no buffer is attached (EP_Buffer_attach)",
+                static_cast<long long>(bytes));
+  }
+  pack(p->buf, p->count, p->type, p->ti, segment);
+  *p = Payload{segment, static_cast<int>(bytes), MPI_PACKED, packed_info()};
+  Request* r = request_new(RequestKind::kBsend, /*user_handle=*/false);
+  r->bsend = &rt->bsend;
+  r->segment = segment;
+  *bsend_req = r;
+  return EP_SUCCESS;
+}
+
+// To an endpoint of this process (never MPI).
+void send_local(const Payload& p, int dest, int tag, Endpoint* ep, bool rendezvous, Request* r) {
+  Endpoint* d = local_peer(ep, dest);
+  if (d == nullptr) {  // the destination's fragment was freed: nobody can receive this
+    Runtime* rt = runtime();
+    rt->count(rt->counters.dropped_packets);
+    if (r != nullptr) request_complete(r);
+  } else if (rendezvous) {
+    send_local_rndv(p.buf, p.count, p.type, p.ti, tag, ep, d, r);
+  } else {
+    send_local_eager(p.buf, p.count, p.type, p.ti, tag, ep, d, r);
+  }
+}
+
+}  // namespace
 
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
@@ -192,90 +248,43 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     if (out != nullptr) *out = completed_send_request();
     return EP_SUCCESS;
   }
-  int64_t bytes = ti.size * count;
-  const void* sbuf = buf;
-  int scount = count;
-  MPI_Datatype stype = type;
-  TypeInfo sti = ti;
+  const int64_t bytes = ti.size * count;
+  Payload p{buf, count, type, ti};
   Request* bsend_req = nullptr;
   if (mode == SendMode::kBuffered) {
-    void* segment = rt->bsend.allocate(bytes);
-    // MPI 3.1 section 3.6.2's model: before reporting the buffer full, reclaim the
-    // space of buffered messages that have left, and let those that can leave do so: a
-    // pass that tests every outstanding MPI request and takes in the CTSs that arrived
-    // (each starts a payload), then waits for releases while payloads are leaving.  A
-    // message whose receiver has not matched cannot leave: its space stays taken.
-    if (segment == nullptr && rt->bsend.attached()) {
-      engine().progress_now();
-      segment = rt->bsend.allocate_or_wait(bytes);
-    }
-    if (segment == nullptr) {
-      return fail(EP_ERR_BUFFER, call,
-                  rt->bsend.attached()
-                      ? "%lld bytes plus EP_BSEND_OVERHEAD do not fit in the free part of the "
-                        "attached buffer"
-                      : "%lld bytes to buffer but no buffer is attached (EP_Buffer_attach)",
-                  static_cast<long long>(bytes));
-    }
-    pack(buf, count, type, ti, segment);
-    sbuf = segment;
-    scount = static_cast<int>(bytes);
-    stype = MPI_PACKED;
-    sti = packed_info();
-    bsend_req = request_new(RequestKind::kBsend, /*user_handle=*/false);
-    bsend_req->bsend = &rt->bsend;
-    bsend_req->segment = segment;
+    if (const int err = buffer_message(bytes, &p, &bsend_req, call); err != EP_SUCCESS) return err;
   }
-  bool sync = mode == SendMode::kSynchronous;
+  const bool sync = mode == SendMode::kSynchronous;
   const EpAddr& a = ep->comm->peer(dest);
   // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
   // posted in advance with that size): a larger eager message goes as a rendezvous.
-  bool rendezvous =
+  const bool rendezvous =
       sync || bytes > rt->config.eager_limit ||
       (a.proc != rt->world_rank &&
        bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
   // The operation's request: the user's one, or the internal one of a buffered send
   // (then the user's completes at once: the data was copied).  An eager send completes
   // in this call, so its user gets the shared complete request instead.
-  Request* r = nullptr;
-  if (bsend_req != nullptr) {
-    r = bsend_req;
-  } else if (rendezvous) {
-    r = request_new(RequestKind::kSend, /*user_handle=*/true);
-  }
+  Request* r = bsend_req != nullptr ? bsend_req
+               : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
+                                    : nullptr;
   if (a.proc == rt->world_rank) {
-    Endpoint* d = local_peer(ep, dest);
-    if (d == nullptr) {  // the destination's fragment was freed: nobody can receive this
-      rt->count(rt->counters.dropped_packets);
-      if (r != nullptr) request_complete(r);
-    } else {
-      if (rendezvous) {
-        send_local_rndv(sbuf, scount, stype, sti, tag, ep, d, r);
-      } else {
-        send_local_eager(sbuf, scount, stype, sti, tag, ep, d, r);
-      }
-    }
+    send_local(p, dest, tag, ep, rendezvous, r);
   } else {
-    const int err = send_remote(sbuf, scount, stype, sti, tag, ep, a, rendezvous, sync,
+    const int err = send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync,
                                 /*blocking=*/out == nullptr, burst, r, call);
     if (err != EP_SUCCESS) return err;
   }
-  if (bsend_req != nullptr) {
-    if (out != nullptr) *out = completed_send_request();
-    return EP_SUCCESS;
-  }
   if (out != nullptr) {
-    *out = r != nullptr ? r : completed_send_request();
+    *out = r != nullptr && bsend_req == nullptr ? r : completed_send_request();
     return EP_SUCCESS;
   }
-  if (r != nullptr) {  // blocking send of a rendezvous message: wait, then drop ours
-    request_wait(r);
-    int err = r->status.EP_ERROR;
-    if (r->mpi_error != MPI_SUCCESS) report_mpi_failure(r, call);
-    request_unref(r);
-    return err;
-  }
-  return EP_SUCCESS;
+  if (r == nullptr || bsend_req != nullptr) return EP_SUCCESS;
+  request_wait(r);  // a blocking send of a rendezvous message: wait, then drop ours
+  const int err = r->status.EP_ERROR;
+  if (r->mpi_error != MPI_SUCCESS) report_mpi_failure(r, call);
+  request_unref(r);
+  return err;
 }
 
 namespace {
@@ -306,9 +315,8 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
     return r;
   }
   r->owner = ep;
-  r->needs_engine =
-      ep->comm->multi_process &&
-      (source == kAnySource || ep->comm->peer(source).proc != runtime()->world_rank);
+  r->needs_engine = ep->comm->multi_process &&
+                    (source == kAnySource || ep->comm->peer(source).proc != runtime()->world_rank);
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
