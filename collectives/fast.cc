@@ -156,8 +156,9 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
     return true;
   }
   // acquire: pairs with the last arrival's release increment.
-  runtime::wait_until(fs->released,
-                      [fs, gen] { return fs->gen.load(std::memory_order_acquire) != gen; });
+  runtime::wait_until(
+      fs->released, [fs, gen] { return fs->gen.load(std::memory_order_acquire) != gen; },
+      runtime::Drive::kNo, runtime::Crowd::kYes);
   *err = fs->err;
   return true;
 }

@@ -108,13 +108,14 @@ void Engine::submit(const Command& command, bool self_progress) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // relaxed loads: ordered by the fence above; helpers_ is only a hint (a helper
   // drains the queue in its own passes).
-  // Only a thread asleep for lack of work is woken, and only by one submitter per sleep
-  // (the exchange): a burst of nonblocking sends must not pay a futex call each.  A
-  // thread standing aside for a helper is not woken: it looks again within kAsideMaxNs.
-  if (sleeping_.load(std::memory_order_relaxed) == kAsleep &&
+  // A sleeping thread - asleep for lack of work, or standing aside for helpers that
+  // have all left - is woken while no helper will start the command, and only by one
+  // submitter per sleep (the exchange): a burst of nonblocking sends must not pay a
+  // futex call each.
+  if (sleeping_.load(std::memory_order_relaxed) != kAwake &&
       queued_.load(std::memory_order_relaxed) > 0 &&
       (helpers_.load(std::memory_order_relaxed) & kHelperCount) == 0 &&
-      sleeping_.exchange(kAwake, std::memory_order_relaxed) == kAsleep) {
+      sleeping_.exchange(kAwake, std::memory_order_relaxed) != kAwake) {
     wake();
   }
 }
@@ -213,7 +214,11 @@ void Engine::run() {
     // relaxed: helpers_ is a hint (see Engine::helper_enter).
     const uint64_t helpers = helpers_.load(std::memory_order_relaxed);
     const uint32_t entered = static_cast<uint32_t>(helpers >> 32);
-    const bool helped = (helpers & kHelperCount) != 0 || entered != seen_entered;
+    // A helper at work, or one that came and went since the last look (more may follow):
+    // stand aside - unless commands wait that no helper is there to start.
+    // relaxed: queued_ is a hint (the pass re-reads the queue itself).
+    const bool helped = (helpers & kHelperCount) != 0 ||
+                        (entered != seen_entered && queued_.load(std::memory_order_relaxed) == 0);
     seen_entered = entered;
     if (helped || !take_baton()) {
       // A waiting endpoint thread is progressing: let it have the core.  Each look

@@ -269,10 +269,15 @@ class Engine {
     // relaxed: helpers_ is a scheduling hint, not synchronization.
     helpers_.fetch_add(kHelperEntered + 1, std::memory_order_relaxed);
   }
+  // The last helper to leave also wakes the progress thread when commands wait in the
+  // queue (a flush its endpoint left there, say): nobody else would start them soon.
   void helper_leave(bool wake_now) {
     // relaxed: a hint (see helper_enter).
     const uint64_t old = helpers_.fetch_sub(1, std::memory_order_relaxed);
-    if ((old & kHelperCount) == 1 && wake_now) wake();
+    // relaxed: queued_ is a hint here; a command pushed later wakes the thread itself.
+    if ((old & kHelperCount) == 1 && (wake_now || queued_.load(std::memory_order_relaxed) > 0)) {
+      wake();
+    }
   }
   static constexpr int64_t kAsideMinNs = 100'000, kAsideMaxNs = 1'000'000;
   // Work the layers above run in every pass (collective schedules): returns true if it

@@ -39,10 +39,13 @@ std::shared_ptr<void> CommShared::local_round(int local_index, std::string mine,
   lock.unlock();
   // The others wait for the last (runtime/wait.h).  result_ stays until the next round
   // ends, which needs this endpoint too.
-  wait_until(round_done_, [&] {
-    std::lock_guard<std::mutex> g(mu_);
-    return gen_ != gen;
-  });
+  wait_until(
+      round_done_,
+      [&] {
+        std::lock_guard<std::mutex> g(mu_);
+        return gen_ != gen;
+      },
+      Drive::kNo, Crowd::kYes);
   std::lock_guard<std::mutex> g(mu_);
   return result_;
 }

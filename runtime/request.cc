@@ -225,7 +225,8 @@ void request_wait(Request* r) {
   if (request_done(r)) return;
   WaitScope scope(r);  // unless the caller's scope covers r already (EP_Waitall)
   RequestWait w{r, r->op.line_wait ? &r->owner->matcher : nullptr};
-  wait_loop(w, r->needs_engine ? Drive::kYes : Drive::kNo);
+  wait_loop(w, r->needs_engine ? Drive::kYes : Drive::kNo,
+            r->kind == RequestKind::kColl ? Crowd::kYes : Crowd::kNo);
 }
 
 namespace {

@@ -121,6 +121,11 @@ class Flag {
 
 // Whether a wait drives the engine while it spins: its operation needs MPI traffic.
 enum class Drive { kNo, kYes };
+// Whether the waiter is one of a crowd: several threads of this process wait at once for
+// one of them (or another thread) to finish the operation - a collective's endpoints, a
+// creation round.  With more threads than cores, a crowd's waiters yield at every poll
+// of their spin phase, so that the thread doing the work gets a core.
+enum class Crowd { kNo, kYes };
 
 // The engine, for a driving wait (wait.cc): become a helper (the progress thread stands
 // aside), one pass if the baton is free (true if it made progress), stop helping
@@ -140,7 +145,7 @@ bool baton_busy();
 //   bool spin_lightly()         a few cheap polls between two back-off steps (true: one
 //                               saw the condition change).
 template <class W>
-void wait_loop(W& w, Drive drive) {
+void wait_loop(W& w, Drive drive, Crowd crowd = Crowd::kNo) {
   if (w.ready()) return;
   const progress::Policy policy = wait_policy();
   progress::Backoff b(policy);
@@ -156,8 +161,8 @@ void wait_loop(W& w, Drive drive) {
         b.begin();
         continue;
       }
-    } else if (drive == Drive::kNo && policy != progress::Policy::kYield && b.spinning() &&
-               w.spin_lightly()) {
+    } else if (drive == Drive::kNo && crowd == Crowd::kNo &&
+               policy != progress::Policy::kYield && b.spinning() && w.spin_lightly()) {
       continue;
     }
     // A driving wait's failed pass ran an MPI probe, a longer pause than `pause` itself.
@@ -165,7 +170,10 @@ void wait_loop(W& w, Drive drive) {
     if (ns == 0) {
       // Past the spin phase, or while another thread holds the baton (it completes our
       // operation and may need this core): let the others run.
-      if (driving && baton_busy()) sched_yield();
+      if ((driving && baton_busy()) ||
+          (crowd == Crowd::kYes && policy != progress::Policy::kSpin)) {
+        sched_yield();
+      }
       continue;
     }
     if (!w.before_sleep()) continue;
@@ -201,9 +209,9 @@ struct EventWait {
 
 // Waits until `ready()` (acquire), sleeping on `event`.
 template <class Ready>
-void wait_until(Event& event, Ready&& ready, Drive drive = Drive::kNo) {
+void wait_until(Event& event, Ready&& ready, Drive drive = Drive::kNo, Crowd crowd = Crowd::kNo) {
   wait_internal::EventWait<Ready> w{event, ready};
-  wait_loop(w, drive);
+  wait_loop(w, drive, crowd);
 }
 // Waits until `flag` is set.
 void wait_flag(Flag& flag, Drive drive = Drive::kNo);
