@@ -49,6 +49,10 @@ typedef struct ep_errhandler_s *EP_Errhandler;
 #define EP_WIN_NULL ((EP_Win)0)
 #define EP_GROUP_NULL ((EP_Group)0)
 #define EP_TEAM_NULL ((EP_Team)0)
+#define EP_ERRHANDLER_NULL ((EP_Errhandler)0)
+/* The empty group: a valid group of size 0 (predefined: EP_Group_free sets a handle
+ * holding it to EP_GROUP_NULL and frees nothing). */
+#define EP_GROUP_EMPTY ((EP_Group)3)
 
 #define EP_ERRORS_ARE_FATAL ((EP_Errhandler)1)
 #define EP_ERRORS_RETURN ((EP_Errhandler)2)
@@ -91,6 +95,14 @@ typedef struct EP_Status {
 #define EP_WIN_BASE MPI_WIN_BASE
 #define EP_WIN_SIZE MPI_WIN_SIZE
 #define EP_WIN_DISP_UNIT MPI_WIN_DISP_UNIT
+
+/* Predefined attribute keys of communicators, and the invalid one. */
+#define EP_TAG_UB MPI_TAG_UB
+#define EP_KEYVAL_INVALID MPI_KEYVAL_INVALID
+/* EP_Comm_split_type: endpoints on one node (shared memory), or of one MPI process. */
+#define EP_COMM_TYPE_SHARED MPI_COMM_TYPE_SHARED
+#define EP_COMM_TYPE_PROCESS 0x4550
+#define EP_MAX_OBJECT_NAME MPI_MAX_OBJECT_NAME
 
 #define EP_MAX_ERROR_STRING 512
 /* Bytes of the attached buffer that one buffered send uses beyond its packed data. */
@@ -170,6 +182,68 @@ int EP_Group_rank(EP_Group group, int *rank);
 int EP_Group_free(EP_Group *group);
 int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Group group2,
                              int ranks2[]);
+/* Collective over the endpoints of comm, nonblocking: *newcomm is valid once *request
+ * completed.  Progresses without further calls (the progress thread carries it). */
+int EP_Comm_idup(EP_Comm comm, EP_Comm *newcomm, EP_Request *request);
+/* Collective over comm; every endpoint passes the same group (a subgroup of comm's
+ * group); endpoints outside it get EP_COMM_NULL. */
+int EP_Comm_create(EP_Comm comm, EP_Group group, EP_Comm *newcomm);
+/* Collective over the members of group only; concurrent creations on one parent must
+ * use different tags.  Non-members may not call it. */
+int EP_Comm_create_group(EP_Comm comm, EP_Group group, int tag, EP_Comm *newcomm);
+/* split_type EP_COMM_TYPE_SHARED (one node), EP_COMM_TYPE_PROCESS (one MPI process) or
+ * EP_UNDEFINED (gives EP_COMM_NULL); key orders ranks as in EP_Comm_split. */
+int EP_Comm_split_type(EP_Comm comm, int split_type, int key, MPI_Info info, EP_Comm *newcomm);
+/* Each endpoint names its own handle; at most EP_MAX_OBJECT_NAME - 1 characters kept. */
+int EP_Comm_set_name(EP_Comm comm, const char *name);
+int EP_Comm_get_name(EP_Comm comm, char *name, int *resultlen);
+
+/* ---- Groups (MPI 3.1 section 6.3): process objects, any thread may use them ---------- */
+int EP_Group_incl(EP_Group group, int n, const int ranks[], EP_Group *newgroup);
+int EP_Group_excl(EP_Group group, int n, const int ranks[], EP_Group *newgroup);
+int EP_Group_range_incl(EP_Group group, int n, int ranges[][3], EP_Group *newgroup);
+int EP_Group_range_excl(EP_Group group, int n, int ranges[][3], EP_Group *newgroup);
+int EP_Group_union(EP_Group group1, EP_Group group2, EP_Group *newgroup);
+int EP_Group_intersection(EP_Group group1, EP_Group group2, EP_Group *newgroup);
+int EP_Group_difference(EP_Group group1, EP_Group group2, EP_Group *newgroup);
+int EP_Group_compare(EP_Group group1, EP_Group group2, int *result);
+
+/* ---- Attribute caching (MPI 3.1 section 6.7) -------------------------------------------
+ * Keyvals are process objects; each endpoint has its own attribute values.  Copy
+ * callbacks run at EP_Comm_dup/EP_Comm_idup in each endpoint's own thread (idup: in its
+ * call), delete callbacks at EP_Comm_free and EP_Comm_delete_attr and when a value is
+ * replaced; a callback's failure code is returned by the call that ran it.  EP_TAG_UB
+ * gives a pointer to the communicator's tag bound. */
+typedef int EP_Comm_copy_attr_function(EP_Comm oldcomm, int comm_keyval, void *extra_state,
+                                       void *attribute_val_in, void *attribute_val_out,
+                                       int *flag);
+typedef int EP_Comm_delete_attr_function(EP_Comm comm, int comm_keyval, void *attribute_val,
+                                         void *extra_state);
+/* The predefined callbacks: copy nothing, copy the value, delete nothing. */
+int ep_comm_dup_fn(EP_Comm oldcomm, int comm_keyval, void *extra_state, void *attribute_val_in,
+                   void *attribute_val_out, int *flag);
+#define EP_COMM_NULL_COPY_FN ((EP_Comm_copy_attr_function *)0)
+#define EP_COMM_DUP_FN ep_comm_dup_fn
+#define EP_COMM_NULL_DELETE_FN ((EP_Comm_delete_attr_function *)0)
+int EP_Comm_create_keyval(EP_Comm_copy_attr_function *comm_copy_attr_fn,
+                          EP_Comm_delete_attr_function *comm_delete_attr_fn, int *comm_keyval,
+                          void *extra_state);
+int EP_Comm_free_keyval(int *comm_keyval); /* sets *comm_keyval to EP_KEYVAL_INVALID */
+int EP_Comm_set_attr(EP_Comm comm, int comm_keyval, void *attribute_val);
+/* attribute_val is a (void **): it receives the value set. */
+int EP_Comm_get_attr(EP_Comm comm, int comm_keyval, void *attribute_val, int *flag);
+int EP_Comm_delete_attr(EP_Comm comm, int comm_keyval);
+
+/* ---- Error handlers of the user's own ----------------------------------------------
+ * The handler runs in the thread of the failing call, with the communicator handle and
+ * the error code; the call then returns that code.  New communicators inherit their
+ * parent's handler. */
+typedef void EP_Comm_errhandler_function(EP_Comm *comm, int *error_code, ...);
+int EP_Comm_create_errhandler(EP_Comm_errhandler_function *comm_errhandler_fn,
+                              EP_Errhandler *errhandler);
+int EP_Comm_call_errhandler(EP_Comm comm, int errorcode);
+/* Sets *errhandler to EP_ERRHANDLER_NULL; communicators using it keep it. */
+int EP_Errhandler_free(EP_Errhandler *errhandler);
 
 /* ---- Point-to-point ---------------------------------------------------------------- */
 int EP_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, EP_Comm comm);
@@ -206,6 +280,25 @@ int EP_Buffer_attach(void *buffer, int size);
 int EP_Buffer_detach(void *buffer_addr, int *size);
 int EP_Get_count(const EP_Status *status, MPI_Datatype datatype, int *count);
 int EP_Get_elements(const EP_Status *status, MPI_Datatype datatype, int *count);
+
+/* ---- Persistent requests (MPI 3.1 section 3.9) -----------------------------------------
+ * Inactive until started; Wait/Test complete a started one and leave it inactive (the
+ * handle stays valid, not EP_REQUEST_NULL); Wait/Test on an inactive one return at once
+ * with the empty status.  EP_Request_free releases it (an active one once it completes).
+ * Starting an active request is EP_ERR_REQUEST; EP_Startall with any active (or invalid)
+ * request starts none. */
+int EP_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                 EP_Comm comm, EP_Request *request);
+int EP_Bsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  EP_Comm comm, EP_Request *request);
+int EP_Ssend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  EP_Comm comm, EP_Request *request);
+int EP_Rsend_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+                  EP_Comm comm, EP_Request *request);
+int EP_Recv_init(void *buf, int count, MPI_Datatype datatype, int source, int tag, EP_Comm comm,
+                 EP_Request *request);
+int EP_Start(EP_Request *request);
+int EP_Startall(int count, EP_Request requests[]);
 
 /* ---- Requests ------------------------------------------------------------------------ */
 int EP_Wait(EP_Request *request, EP_Status *status);
