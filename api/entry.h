@@ -98,7 +98,16 @@ inline Endpoint* as_endpoint(EP_Comm c) {
   return (plausible_handle(ep) && ep->magic == Endpoint::kMagic) ? ep : nullptr;
 }
 
+// EP_GROUP_EMPTY's object: process-wide, never written after its construction, never
+// freed (EP_Group_free only resets a handle holding EP_GROUP_EMPTY).
+inline ep_group_s* empty_group() {
+  static ep_group_s empty;
+  return &empty;
+}
+
+// A valid group handle's object: EP_GROUP_EMPTY included.
 inline ep_group_s* as_group(EP_Group g) {
+  if (g == EP_GROUP_EMPTY) return empty_group();
   return (plausible_handle(g) && g->magic == ep_group_s::kMagic) ? g : nullptr;
 }
 

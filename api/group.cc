@@ -3,7 +3,9 @@
 // A group (ep_group_s, api/entry.h) is a copy of a communicator's member identities
 // ({origin, rank}, fixed when EP_Comm_create_endpoints made each endpoint: see
 // runtime/comm.h) and the caller's rank among them; groups compare and translate by
-// identity.  Owned by the caller from EP_Comm_group until EP_Group_free.
+// identity.  Owned by the caller from EP_Comm_group until EP_Group_free.  EP_GROUP_EMPTY
+// is a predefined group (api/entry.h: as_group accepts it) that EP_Group_free never
+// deletes.  The calls that build groups from groups are in group_ops.cc.
 #include <cstdint>
 #include <unordered_map>
 #include <utility>
@@ -25,6 +27,8 @@ int EP_Comm_group(EP_Comm comm, EP_Group* group) {
   auto* g = new ep_group_s;
   g->g.members = ep->comm->ids;
   g->g.my_rank = ep->rank;
+  g->g.has_self = true;
+  g->g.self = ep->comm->ids[ep->rank];
   *group = g;
   return EP_SUCCESS;
 }
@@ -50,6 +54,10 @@ int EP_Group_rank(EP_Group group, int* rank) {
 int EP_Group_free(EP_Group* group) {
   EP_CHECK_INIT("EP_Group_free");
   if (group == nullptr) return fail(EP_ERR_ARG, "EP_Group_free", "group is NULL");
+  if (*group == EP_GROUP_EMPTY) {  // predefined: nothing to free
+    *group = EP_GROUP_NULL;
+    return EP_SUCCESS;
+  }
   ep_group_s* g = as_group(*group);
   if (g == nullptr) return group_error(*group, "EP_Group_free", "group");
   g->magic = 0;
@@ -68,8 +76,8 @@ int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Grou
   if (n > 0 && (ranks1 == nullptr || ranks2 == nullptr)) {
     return fail(EP_ERR_ARG, call, "ranks1 or ranks2 is NULL");
   }
-  const auto& m1 = group1->g.members;
-  const auto& m2 = group2->g.members;
+  const auto& m1 = as_group(group1)->g.members;
+  const auto& m2 = as_group(group2)->g.members;
   for (int i = 0; i < n; ++i) {
     int r = ranks1[i];
     if (r != EP_PROC_NULL && (r < 0 || r >= static_cast<int>(m1.size()))) {

@@ -221,6 +221,8 @@ int EP_Win_get_group(EP_Win win, EP_Group* group) {
   auto* g = new ep_group_s;
   g->g.members = w->ep->comm->ids;
   g->g.my_rank = w->ep->rank;
+  g->g.has_self = true;
+  g->g.self = w->ep->comm->ids[w->ep->rank];
   *group = g;
   return EP_SUCCESS;
 }

@@ -293,6 +293,12 @@ std::string ctx_blob(uint32_t ctx) {
 
 }  // namespace
 
+CommShared* fragment_begin(int num_local) { return begin(num_local); }
+
+void fragment_finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) {
+  finish(c, std::move(addr), std::move(ids));
+}
+
 int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
   Runtime* rt = runtime();
   int psize = 0;

@@ -173,6 +173,7 @@ class Endpoint {
   int rank;  // set by the creating thread before the handle is returned
   const int local_index;  // in comm->local
   int proc_local_rank = 0;  // among this comm's ranks in this process (all fragments)
+  std::string name;         // EP_Comm_set_name; this handle's own (written by its user only)
   uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
   Errhandler errhandler = errors_are_fatal();
   Matcher matcher;
@@ -223,9 +224,14 @@ class ContextTable {
   uint32_t next_ = 2;           // guarded by mu_; even: id + 1 is the shadow's
 };
 
+// A process object: a copy of member identities.  `self` is the endpoint whose handle
+// produced the group (EP_Comm_group, EP_Win_get_group) or the groups it was built from;
+// my_rank is its position in `members` (kUndefined if it is not one).
 struct Group {
   std::vector<Identity> members;
   int my_rank = kUndefined;
+  bool has_self = false;
+  Identity self;
 };
 
 // Collective over the processes of parent (see ep.h).  Returns an EP_ERR_* code.
@@ -238,6 +244,16 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
 int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_leader, int tag,
                      Endpoint** out);
 int intercomm_merge(Endpoint* ep, bool high, Endpoint** out);
+// Collective over the endpoints whose identities are `members` (ep is one of them; all
+// are members of ep's intracommunicator): the new communicator's ranks are `members`'
+// order.  `tag` (0..tag_ub) tells apart creations on one parent running at once.
+int comm_create_group(Endpoint* ep, const std::vector<Identity>& members, int tag, Endpoint** out);
+// The building blocks of a creation (comm.cc): fragment_begin makes and publishes this
+// process's fragment of a new communicator with `num_local` endpoints (context ids
+// allocated, membership still empty); fragment_finish fills in its membership (every
+// rank's address and identity) before any of its handles reaches the user.
+CommShared* fragment_begin(int num_local);
+void fragment_finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids);
 // Where a rank of ep's peer group lives in this process (nullptr: another process).
 Endpoint* local_peer(Endpoint* ep, int rank);
 void comm_free(Endpoint* ep);

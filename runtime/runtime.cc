@@ -172,6 +172,7 @@ int runtime_init() {
   MPI_Comm node;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &rt->local_proc_index);
+  MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node);
   MPI_Comm_free(&node);
   if (rt->world_rank == 0) {
     for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());

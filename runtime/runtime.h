@@ -65,6 +65,7 @@ class Runtime final : public progress::PacketSink {
   Counters counters;
   int world_rank = 0;
   int local_proc_index = 0;  // index among the processes of this node
+  int node_id = 0;           // the lowest MPI_COMM_WORLD rank of this node's processes
   std::atomic<uint32_t> next_origin{0};
   // The one-sided layer's packet handler (rma/window.h), installed by EP_Init before
   // any window exists.  Stored with release, loaded with acquire by on_packet.
