@@ -87,8 +87,10 @@ int EP_Comm_create_group(EP_Comm comm, EP_Group group, int tag, EP_Comm* newcomm
                            ep->comm->tag_ub));
   }
   if (pos < 0) {
-    return handle(ep, fail(EP_ERR_GROUP, call, "the calling endpoint (rank %d of comm) is not a "
-                                               "member of group", ep->rank));
+    return handle(ep, fail(EP_ERR_GROUP, call,
+                           "the calling endpoint (rank %d of comm) is not a "
+                           "member of group",
+                           ep->rank));
   }
   Endpoint* n = nullptr;
   err = ep::runtime::comm_create_group(ep, as_group(group)->g.members, tag, &n);

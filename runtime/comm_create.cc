@@ -65,11 +65,11 @@ CtxTable read_table(const std::string& s) {
 // Where the members live: each one's parent rank and process, and each process's
 // builder (its member of lowest group rank).
 struct Plan {
-  std::vector<int> prank;       // parent rank, by group rank
-  std::vector<int> proc;        // world rank of the process, by group rank
-  std::vector<int> local;       // index in its process's fragment, by group rank
-  std::map<int, int> builder;   // process -> group rank of its builder
-  std::vector<int> here;        // group ranks of this process's members, ascending
+  std::vector<int> prank;      // parent rank, by group rank
+  std::vector<int> proc;       // world rank of the process, by group rank
+  std::vector<int> local;      // index in its process's fragment, by group rank
+  std::map<int, int> builder;  // process -> group rank of its builder
+  std::vector<int> here;       // group ranks of this process's members, ascending
 };
 
 Plan make_plan(const CommShared* old, const std::vector<Identity>& members) {
@@ -122,8 +122,7 @@ void build(Endpoint* ep, const Plan& p, const std::vector<Identity>& members, in
 
 }  // namespace
 
-int comm_create_group(Endpoint* ep, const std::vector<Identity>& members, int tag,
-                      Endpoint** out) {
+int comm_create_group(Endpoint* ep, const std::vector<Identity>& members, int tag, Endpoint** out) {
   const CommShared* old = ep->comm;
   const Plan p = make_plan(old, members);
   const int htag = kCreateGroupTagBase - tag;

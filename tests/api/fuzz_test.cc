@@ -72,6 +72,7 @@ enum class K {
   kArr,          // an input array (NULL is an error)
   kCounts,       // an array of counts (NULL, or a negative entry)
   kRanks,        // an array of ranks (NULL, or an out-of-range entry)
+  kRanges,       // an array of rank ranges (NULL, stride 0, a range out of the group)
   kStatusIn,     // an input status pointer
   kFn,           // a callback
   kReqIn,        // a request that must be a live request (free, cancel)
@@ -95,6 +96,7 @@ enum class K {
   kNumEp,
   kCode,         // an error code
   kColor,
+  kSplitType,    // an EP_Comm_split_type split_type
   kLeader,       // a local leader (checked by every endpoint)
   kRemoteLeader, // a remote leader (checked by the local leader)
   kPeerComm,     // a peer communicator (checked by the local leader)
@@ -369,6 +371,17 @@ std::vector<Bad> bads(K k, Ctx& c, const Comm& cm) {
     case K::kColor:
       v.push_back(ival(-5, EP_ERR_ARG, "color -5"));
       break;
+    case K::kSplitType:
+      v.push_back(ival(12345, EP_ERR_ARG, "split_type 12345"));
+      v.push_back(ival(-5, EP_ERR_ARG, "split_type -5"));
+      break;
+    case K::kRanges: {
+      static const int stride0[1][3] = {{0, 0, 0}}, past_end[1][3] = {{0, INT_MAX, 1}};
+      v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
+      v.push_back(pval(stride0, EP_ERR_ARG, "a range of stride 0"));
+      v.push_back(pval(past_end, EP_ERR_RANK, "a range running out of the group"));
+      break;
+    }
     case K::kLeader:
       v.push_back(ival(-1, EP_ERR_RANK, "leader -1"));
       v.push_back(ival(n, EP_ERR_RANK, "leader = size"));
@@ -405,7 +418,7 @@ bool int_kind(K k) {
     case K::kDest: case K::kSource: case K::kSendTag: case K::kRecvTag: case K::kCount:
     case K::kLen: case K::kRoot: case K::kTarget: case K::kLockType: case K::kFenceAssert:
     case K::kLockAssert: case K::kDispUnit: case K::kKeyval: case K::kNumEp: case K::kCode:
-    case K::kColor: case K::kLeader: case K::kRemoteLeader: case K::kIcTag: case K::kMaxsize:
+    case K::kColor: case K::kSplitType: case K::kLeader: case K::kRemoteLeader: case K::kIcTag: case K::kMaxsize:
     case K::kTeamsize: case K::kBsendSize:
       return true;
     default:
@@ -517,6 +530,26 @@ int in_epoch(Comm& cm, const std::function<int()>& f) {
   {#f, Mode::kColl, {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kOp}, {K::kComm}}, \
    FN(return f(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1), a.type(3, MPI_INT), a.op(4, MPI_SUM),    \
                a.p(5, m.h));)}
+
+// Groups built from the world group (c.group); a result is freed.
+#define GROUP_RANKS(f)                                                                        \
+  {#f, Mode::kLocal, {{K::kGroup}, {K::kLen}, {K::kRanks}, {K::kOut}},                        \
+   FN(const int in[2] = {0, c.world.size - 1}; EP_Group g = EP_GROUP_NULL;                    \
+      const int rc = f(a.p(0, c.group), a.i(1, 2), a.p(2, in), a.p(3, &g));                   \
+      if (rc == EP_SUCCESS) EP_Group_free(&g);                                                \
+      return rc;)}
+#define GROUP_RANGES(f)                                                                       \
+  {#f, Mode::kLocal, {{K::kGroup}, {K::kLen}, {K::kRanges}, {K::kOut}},                       \
+   FN(int in[1][3] = {{c.world.size - 1, 0, -2}}; EP_Group g = EP_GROUP_NULL;                 \
+      const int rc = f(a.p(0, c.group), a.i(1, 1), a.p(2, in), a.p(3, &g));                   \
+      if (rc == EP_SUCCESS) EP_Group_free(&g);                                                \
+      return rc;)}
+#define GROUP_PAIR(f)                                                                         \
+  {#f, Mode::kLocal, {{K::kGroup}, {K::kGroup}, {K::kOut}},                                   \
+   FN(EP_Group g = EP_GROUP_NULL;                                                             \
+      const int rc = f(a.p(0, c.group), a.p(1, c.group), a.p(2, &g));                         \
+      if (rc == EP_SUCCESS) EP_Group_free(&g);                                                \
+      return rc;)}
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> t = {
@@ -923,6 +956,37 @@ const std::vector<Entry>& table() {
          return EP_Compare_and_swap(a.p(0, c.s()), a.p(1, c.s()), a.p(2, c.r()), a.type(3, MPI_INT),
                                     a.i(4, m.rank), a.aint(5, 2), a.p(6, m.win));
        });)},
+      // ---- issue 31: groups and communicator creation
+      GROUP_RANKS(EP_Group_incl),
+      GROUP_RANKS(EP_Group_excl),
+      GROUP_RANGES(EP_Group_range_incl),
+      GROUP_RANGES(EP_Group_range_excl),
+      GROUP_PAIR(EP_Group_union),
+      GROUP_PAIR(EP_Group_intersection),
+      GROUP_PAIR(EP_Group_difference),
+      {"EP_Group_compare", Mode::kLocal, {{K::kGroup}, {K::kGroup}, {K::kOut}},
+       FN(int v; return EP_Group_compare(a.p(0, c.group), a.p(1, c.group), a.p(2, &v));)},
+      {"EP_Comm_create", Mode::kWhole, {{K::kComm}, {K::kGroup}, {K::kOut}},
+       FN(EP_Comm d = EP_COMM_NULL;
+          const int rc = EP_Comm_create(a.p(0, m.h), a.p(1, c.group), a.p(2, &d));
+          if (rc == EP_SUCCESS && d != EP_COMM_NULL) EP_Comm_free(&d);
+          return rc;)},
+      {"EP_Comm_create_group", Mode::kWhole, {{K::kComm}, {K::kGroup}, {K::kSendTag}, {K::kOut}},
+       FN(EP_Comm d = EP_COMM_NULL;
+          const int rc = EP_Comm_create_group(a.p(0, m.h), a.p(1, c.group), a.i(2, 7), a.p(3, &d));
+          if (rc == EP_SUCCESS) EP_Comm_free(&d);
+          return rc;)},
+      {"EP_Comm_split_type", Mode::kColl, {{K::kComm}, {K::kSplitType}, {K::kOut}},
+       FN(EP_Comm d = EP_COMM_NULL;
+          const int rc = EP_Comm_split_type(a.p(0, m.h), a.i(1, EP_COMM_TYPE_PROCESS), m.rank,
+                                            MPI_INFO_NULL, a.p(2, &d));
+          if (rc == EP_SUCCESS && d != EP_COMM_NULL) EP_Comm_free(&d);
+          return rc;)},
+      {"EP_Comm_set_name", Mode::kLocal, {{K::kComm}, {K::kArr}},
+       FN(return EP_Comm_set_name(a.p(0, m.h), a.p(1, "fuzzed"));)},
+      {"EP_Comm_get_name", Mode::kLocal, {{K::kComm}, {K::kOut}, {K::kOut}},
+       FN(char s[EP_MAX_OBJECT_NAME]; int len;
+          return EP_Comm_get_name(a.p(0, m.h), a.p(1, s), a.p(2, &len));)},
   };
   return t;
 }

@@ -92,7 +92,8 @@ void on_parents(const std::function<void(EP_Comm, const std::vector<int>&, EP_Co
     const int me = rank_of(world);
     for (const Parent& p : kParents) {
       auto key = [&](int r) { return p.key(lay, r); };
-      const std::vector<int> members = expected_split(lay.total, [](int) { return 0; }, key, 0);
+      const std::vector<int> members = expected_split(
+          lay.total, [](int) { return 0; }, key, 0);
       EP_Comm parent = EP_COMM_NULL;
       ASSERT_EQ(EP_Comm_split(world, 0, key(me), &parent), EP_SUCCESS);
       fn(parent, members, world, me, p.name);
@@ -160,8 +161,8 @@ TEST(CommCreateGroup, DisjointGroupsCreateAtOnceUnderTheirOwnTags) {
     EP_Group g = group_of(parent, mine);
     const std::vector<int> expect = pick(members, mine);
     for (int tag : {my % 2 == 0 ? 10 : 11, 12 /* the same tag for both */}) {
-      const std::string what = name + " create_group (parity " + std::to_string(my % 2) +
-                               ", tag " + std::to_string(tag) + ")";
+      const std::string what = name + " create_group (parity " + std::to_string(my % 2) + ", tag " +
+                               std::to_string(tag) + ")";
       EP_Comm nc = EP_COMM_NULL;
       ASSERT_EQ(EP_Comm_create_group(parent, g, tag, &nc), EP_SUCCESS) << what;
       check_and_free(&nc, world, expect, me, lay, what);
@@ -239,8 +240,9 @@ TEST(CommSplitType, ProcessAndSharedOrderByKeyUndefinedGivesNull) {
     } else {
       auto colour = [&](int r) { return r % 2 == 1 ? EP_UNDEFINED : proc(r); };
       check_and_free(&nc, world,
-                     pick(members, expected_split(n, colour, [](int) { return 0; }, proc(my))), me,
-                     lay, name + " split_type with EP_UNDEFINED");
+                     pick(members, expected_split(
+                                       n, colour, [](int) { return 0; }, proc(my))),
+                     me, lay, name + " split_type with EP_UNDEFINED");
     }
   });
 }
