@@ -194,6 +194,47 @@ TEST(CommCreateGroup, DisjointGroupsCreateAtOnceUnderTheirOwnTags) {
   });
 }
 
+// Disjoint groups create and free communicators again and again while their members
+// also exchange user messages on the parent: creation traffic and user traffic never
+// match each other, and no creation takes another's messages.
+TEST(CommCreateGroup, RepeatedDisjointCreationsBesideUserTrafficOnTheParent) {
+  const Layout lay = ep_comm_test::uneven_layout();
+  const int rounds = ep_test::scaled(40);
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    const int me = rank_of(world);
+    std::vector<int> mine;
+    for (int r = me % 2; r < lay.total; r += 2) mine.push_back(r);
+    const int k = static_cast<int>(mine.size());
+    const int i = index_in(mine, me);
+    EP_Group g = group_of(world, mine);
+    for (int round = 0; round < rounds; ++round) {
+      const std::string what = "round " + std::to_string(round);
+      EP_Comm nc = EP_COMM_NULL;
+      ASSERT_EQ(EP_Comm_create_group(world, g, (me % 2) * 1000 + round % 3, &nc), EP_SUCCESS)
+          << what;
+      const int out[2] = {me, round};
+      int in[2] = {-1, -1};
+      ASSERT_EQ(
+          EP_Sendrecv(out, 2, MPI_INT, mine[static_cast<size_t>((i + 1) % k)], 5, in, 2, MPI_INT,
+                      mine[static_cast<size_t>((i + k - 1) % k)], 5, world, EP_STATUS_IGNORE),
+          EP_SUCCESS)
+          << what;
+      EXPECT_EQ(in[0], mine[static_cast<size_t>((i + k - 1) % k)]) << what;
+      EXPECT_EQ(in[1], round) << what;
+      int sum = -1, rank = -1;
+      ASSERT_EQ(EP_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, nc), EP_SUCCESS) << what;
+      int expect = 0;
+      for (int m : mine) expect += m;
+      EXPECT_EQ(sum, expect) << what;
+      EXPECT_EQ(EP_Comm_rank(nc, &rank), EP_SUCCESS);
+      EXPECT_EQ(rank, i) << what;
+      ASSERT_EQ(EP_Barrier(nc), EP_SUCCESS) << what;
+      ASSERT_EQ(EP_Comm_free(&nc), EP_SUCCESS) << what;
+    }
+    EP_Group_free(&g);
+  });
+}
+
 // Each process's node: the lowest world rank of the processes sharing its memory.
 std::vector<int> node_of_process() {
   MPI_Comm node;
