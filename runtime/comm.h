@@ -24,8 +24,9 @@
 //
 // MPI resources: none per endpoints communicator.  Creation exchanges (dup, split,
 // intercomm create/merge) run as libep point-to-point on hidden tags among fragment
-// leaders; point-to-point traffic of all communicators shares the progress engine's
-// two MPI communicators.  EP_Comm_create_endpoints itself uses one MPI_Allgather on
+// leaders (EP_Comm_create_group: among the group's members, runtime/comm_create.cc);
+// point-to-point traffic of all communicators shares the progress engine's two MPI
+// communicators.  EP_Comm_create_endpoints itself uses one MPI_Allgather on
 // the parent.  A communicator costs a context id per fragment and O(size) memory.
 //
 // Lifetime: created collectively; each local endpoint's handle is freed by

@@ -33,7 +33,6 @@
 namespace ep::runtime {
 namespace {
 
-constexpr int kCreateGroupTagBase = -(1 << 30) - 16;
 // User tags are 0..(1 << 28) - 1 (tag_ub): the creation tags lie below the intercomm
 // ones (runtime/exchange.h) and above INT_MIN.
 static_assert(kCreateGroupTagBase < kIntercommTagBase - ((1 << 28) - 1) &&

@@ -12,6 +12,7 @@
 //   collective n on an endpoint:  hidden_tag() = -4 - 4 * (n mod 2^27), and that
 //                                 minus 1..3 for further phases of the same collective;
 //   EP_Intercomm_create(tag):     kIntercommTagBase - tag.
+//   EP_Comm_create_group(tag):    kCreateGroupTagBase - tag (runtime/comm_create.cc).
 // Every endpoint counts the collectives it started on a communicator (coll_seq);
 // since all endpoints of a communicator call collectives in the same order, they
 // agree on the tag of each collective without communicating.
@@ -45,6 +46,7 @@
 namespace ep::runtime {
 
 constexpr int kIntercommTagBase = -(1 << 29) - 16;
+constexpr int kCreateGroupTagBase = -(1 << 30) - 16;
 
 // The base tag of the next collective on `ep` (see above); advances ep->coll_seq.
 int hidden_tag(Endpoint* ep);
