@@ -3,7 +3,8 @@
 // (EP_Comm_set_name, EP_Comm_get_name).
 //
 // EP_Comm_create and EP_Comm_split_type are EP_Comm_split with a colour and key each
-// endpoint computes (runtime/comm.h); EP_Comm_create_group is collective over the
+// endpoint computes (runtime/comm.h), EP_Comm_create on an intercommunicator a split of
+// each local group and a swap of the new groups; EP_Comm_create_group is collective over the
 // group's members only (runtime/comm_create.cc).  Every check that can fail before
 // the exchange depends only on arguments all participants pass alike, so all fail
 // together and none waits; a NULL newcomm (one endpoint's own mistake) still takes part
@@ -36,7 +37,8 @@ int check_subgroup(Endpoint* ep, EP_Group group, const char* call, int* pos) {
   *pos = -1;
   for (size_t i = 0; i < members.size(); ++i) {
     if (std::find(ids.begin(), ids.end(), members[i]) == ids.end()) {
-      return fail(EP_ERR_GROUP, call, "rank %zu of group is not a member of comm", i);
+      return fail(EP_ERR_GROUP, call, "rank %zu of group is not a member of comm%s", i,
+                  ep->comm->inter ? "'s local group" : "");
     }
     if (members[i] == ids[static_cast<size_t>(ep->rank)]) *pos = static_cast<int>(i);
   }
@@ -63,12 +65,19 @@ extern "C" {
 int EP_Comm_create(EP_Comm comm, EP_Group group, EP_Comm* newcomm) {
   const char* call = "EP_Comm_create";
   EP_GET_COMM(ep, comm, call);
-  if (ep->comm->inter) {
-    return handle(ep, fail(EP_ERR_COMM, call, "comm is an intercommunicator (not supported)"));
-  }
   int pos = -1;
   int err = check_subgroup(ep, group, call, &pos);
   if (err != EP_SUCCESS) return handle(ep, err);
+  if (ep->comm->inter) {  // group: a subset of the local group; the result: an intercomm
+    Endpoint* n = nullptr;
+    err = ep::runtime::intercomm_create_from_group(ep, as_group(group)->g.members, pos, &n);
+    if (err == EP_SUCCESS && newcomm == nullptr) {
+      if (n != nullptr) ep::runtime::comm_free(n);
+      err = fail(EP_ERR_ARG, call, "newcomm is NULL");
+    }
+    if (err == EP_SUCCESS) *newcomm = n == nullptr ? EP_COMM_NULL : reinterpret_cast<EP_Comm>(n);
+    return handle(ep, err);
+  }
   // Members get colour 0 and their group rank as key: the new ranks are group order.
   return handle(ep, split_into(ep, pos >= 0 ? 0 : EP_UNDEFINED, pos, newcomm, call));
 }

@@ -706,6 +706,52 @@ int intercomm_merge(Endpoint* ep, bool high, Endpoint** out) {
   return EP_SUCCESS;
 }
 
+// EP_Comm_create on an intercommunicator: the members of each group's `members` make
+// an intracommunicator (a split of the hidden local_comm), the two groups learn each
+// other's first member from the rank-0 endpoints, and those two swap the new groups'
+// tables as comm_dup's do.  The temporary intracommunicator is freed at the end.
+int intercomm_create_from_group(Endpoint* ep, const std::vector<Identity>& members, int pos,
+                                Endpoint** out) {
+  CommShared* h = ep->comm;
+  Endpoint* lep = local_side(ep);
+  const int tag = hidden_tag(ep);
+  *out = nullptr;
+  Endpoint* sub = nullptr;
+  comm_split(lep, pos >= 0 ? 0 : kUndefined, pos, &sub);
+  int first = -1;  // the local rank of this group's first member
+  for (int r = 0; r < h->size && !members.empty(); ++r) {
+    if (h->ids[r] == members[0]) first = r;
+  }
+  std::string lead;
+  if (ep->rank == 0) {
+    BlobWriter w;
+    w.put<int>(first);
+    lead = sendrecv_hidden(ep, 0, tag, w.take(), 0, tag);
+  }
+  const std::string remote_first = bcast(lep, 0, std::move(lead));
+  BlobReader rd(remote_first);
+  const int remote_leader = rd.get<int>();
+  if (sub == nullptr) return EP_SUCCESS;
+  if (remote_leader < 0) {  // the other group is empty: nobody gets a communicator
+    comm_free(sub);
+    return EP_SUCCESS;
+  }
+  CommShared* sc = sub->comm;
+  std::shared_ptr<Halves> hv = make_halves(sub);
+  std::string remote;
+  if (sub->rank == 0) {
+    remote = sendrecv_hidden(ep, remote_leader, tag - 1, write_group(hv->haddr, sc->ids),
+                             remote_leader, tag - 1);
+  }
+  bcast(sub, 0, std::move(remote), [sc, hv](std::string& data) {
+    complete_halves(sc, *hv, true, data);
+    return std::shared_ptr<void>();
+  });
+  *out = adopt(hv->h, ep, sub->local_index);
+  comm_free(sub);
+  return EP_SUCCESS;
+}
+
 Endpoint* local_peer(Endpoint* ep, int rank) {
   CommShared* c = ep->comm;
   const EpAddr& a = c->peer(rank);

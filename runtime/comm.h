@@ -245,6 +245,12 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
 int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_leader, int tag,
                      Endpoint** out);
 int intercomm_merge(Endpoint* ep, bool high, Endpoint** out);
+// EP_Comm_create on an intercommunicator (collective over both groups): each group
+// passes its members (a subset of its local group) and ep's position among them (-1:
+// not a member).  *out is the intercommunicator between the two sets, or nullptr for
+// a non-member or when either set is empty.
+int intercomm_create_from_group(Endpoint* ep, const std::vector<Identity>& members, int pos,
+                                Endpoint** out);
 // Collective over the endpoints whose identities are `members` (ep is one of them; all
 // are members of ep's intracommunicator): the new communicator's ranks are `members`'
 // order.  `tag` (0..tag_ub) tells apart creations on one parent running at once.

@@ -145,6 +145,66 @@ TEST(CommCreate, MembersGetGroupOrderOthersGetNull) {
   });
 }
 
+// On an intercommunicator each group passes a subset of its local group; the members get
+// the intercommunicator between the two subsets; an empty subset on either side gives
+// EP_COMM_NULL everywhere.
+TEST(CommCreate, OnAnIntercommunicatorEachGroupPicksItsMembers) {
+  const Layout lay = ep_comm_test::uneven_layout();
+  std::vector<int> evens, odds;  // the two groups' world endpoints, in local rank order
+  for (int r = 0; r < lay.total; ++r) (r % 2 == 0 ? evens : odds).push_back(r);
+  // Even side: its local ranks reversed; odd side: its even local ranks.
+  auto ranks_of = [&](int side) {
+    std::vector<int> v;
+    const int k = static_cast<int>((side == 0 ? evens : odds).size());
+    for (int r = 0; r < k; ++r) {
+      if (side == 0) v.insert(v.begin(), r);
+      if (side == 1 && r % 2 == 0) v.push_back(r);
+    }
+    return v;
+  };
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    const int me = rank_of(world);
+    const int side = me % 2;
+    EP_Comm half = EP_COMM_NULL, inter = EP_COMM_NULL;
+    ASSERT_EQ(EP_Comm_split(world, side, me, &half), EP_SUCCESS);
+    ASSERT_EQ(EP_Intercomm_create(half, 0, world, side == 0 ? 1 : 0, 4, &inter), EP_SUCCESS);
+    const std::vector<int> local = pick(side == 0 ? evens : odds, ranks_of(side));
+    const std::vector<int> remote = pick(side == 0 ? odds : evens, ranks_of(1 - side));
+    for (int round = 0; round < 2; ++round) {
+      const std::string what = "intercomm create, round " + std::to_string(round);
+      EP_Group g = group_of(inter, ranks_of(side));
+      EP_Comm nc = reinterpret_cast<EP_Comm>(0x1);
+      ASSERT_EQ(EP_Comm_create(inter, g, &nc), EP_SUCCESS) << what;
+      if (index_in(local, me) < 0) {
+        EXPECT_EQ(nc, EP_COMM_NULL) << what << ": a non-member";
+      } else {
+        ASSERT_NE(nc, EP_COMM_NULL) << what;
+        ep_comm_test::check_inter_queries(nc, local, remote, me, what);
+        ep_comm_test::check_inter_group(nc, world, local, me, lay.total, what);
+        ep_comm_test::check_inter_p2p(nc, local, remote, me, what);
+        int sum = -1;
+        ASSERT_EQ(EP_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, nc), EP_SUCCESS) << what;
+        int expect = 0;
+        for (int m : remote) expect += m;
+        EXPECT_EQ(sum, expect) << what << ": the remote subset's sum";
+        ASSERT_EQ(EP_Barrier(nc), EP_SUCCESS) << what;
+        ASSERT_EQ(EP_Comm_free(&nc), EP_SUCCESS) << what;
+      }
+      EP_Group_free(&g);
+    }
+    // The odd side's subset empty: nobody gets a communicator.
+    EP_Group g = EP_GROUP_EMPTY;
+    if (side == 0) g = group_of(inter, ranks_of(0));
+    EP_Comm nc = reinterpret_cast<EP_Comm>(0x1);
+    ASSERT_EQ(EP_Comm_create(inter, g, &nc), EP_SUCCESS);
+    EXPECT_EQ(nc, EP_COMM_NULL) << "the other side's subset is empty";
+    EP_Group_free(&g);
+    ASSERT_EQ(EP_Barrier(inter), EP_SUCCESS);
+    ASSERT_EQ(EP_Comm_free(&inter), EP_SUCCESS);
+    ASSERT_EQ(EP_Comm_free(&half), EP_SUCCESS);
+  });
+}
+
 TEST(CommCreateGroup, DisjointGroupsCreateAtOnceUnderTheirOwnTags) {
   const Layout lay = ep_comm_test::uneven_layout();
   on_parents([&](EP_Comm parent, const std::vector<int>& members, EP_Comm world, int me,
@@ -363,8 +423,8 @@ TEST(CommCreateErrors, EveryBadArgumentHasItsCodeAndNobodyHangs) {
       EXPECT_EQ(EP_Comm_create_group(world, g0, 9, &nc), EP_ERR_GROUP);
     }
     EXPECT_EQ(EP_Comm_create_group(world, EP_GROUP_EMPTY, 9, &nc), EP_ERR_GROUP);
-    // Intercommunicators are refused by all three.
-    EXPECT_EQ(EP_Comm_create(inter, gh, &nc), EP_ERR_COMM);
+    // Intercommunicators: refused by create_group and split_type.
+    EXPECT_EQ(EP_Comm_create(inter, gw, &nc), EP_ERR_GROUP);  // not the local group's
     EXPECT_EQ(EP_Comm_create_group(inter, gh, 1, &nc), EP_ERR_COMM);
     EXPECT_EQ(EP_Comm_split_type(inter, EP_COMM_TYPE_PROCESS, 0, MPI_INFO_NULL, &nc), EP_ERR_COMM);
     EXPECT_EQ(EP_Comm_create(EP_COMM_NULL, gh, &nc), EP_ERR_COMM);
