@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include "api/attr.h"
 #include "api/entry.h"
 #include "ep/ep.h"
 
@@ -80,8 +81,15 @@ int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
   if (newcomm == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_dup", "newcomm is NULL"));
   Endpoint* n = nullptr;
   int err = ep::runtime::comm_dup(ep, &n);
-  if (err == EP_SUCCESS) *newcomm = reinterpret_cast<EP_Comm>(n);
-  return handle(ep, err);
+  void* attrs = nullptr;
+  if (err == EP_SUCCESS) err = attrs_copy(ep, &attrs, "EP_Comm_dup");
+  if (err != EP_SUCCESS) {  // a copy callback failed: the new handle goes (MPI 3.1 6.7.2)
+    if (n != nullptr) ep::runtime::comm_free(n);
+    return handle(ep, err);
+  }
+  attrs_install(n, attrs);
+  *newcomm = reinterpret_cast<EP_Comm>(n);
+  return EP_SUCCESS;
 }
 
 int EP_Comm_free(EP_Comm* comm) {
@@ -95,9 +103,14 @@ int EP_Comm_free(EP_Comm* comm) {
   {
     Entry guard(ep);
     if (!guard.ok()) {
-      return handle(ep, fail(EP_ERR_CONCURRENT, "EP_Comm_free",
-                             "another thread is inside a call on endpoint %d", ep->rank));
+      return handle(ep->errhandler, *comm,
+                    fail(EP_ERR_CONCURRENT, "EP_Comm_free",
+                         "another thread is inside a call on endpoint %d", ep->rank));
     }
+    // The attributes' delete callbacks, before the handle goes; a failure keeps the
+    // communicator (see attr.cc).
+    const int err = attrs_delete_all(ep, "EP_Comm_free");
+    if (err != EP_SUCCESS) return handle(ep, err);
   }
   ep::runtime::comm_free(ep);
   *comm = EP_COMM_NULL;

@@ -405,7 +405,7 @@ void complete_halves(CommShared* lc, Halves& hv, bool ok, const std::string& rem
 
 Endpoint* adopt(CommShared* c, const Endpoint* from, int local_index) {
   Endpoint* n = c->local[local_index].get();
-  n->errhandler = from->errhandler;
+  errhandler_assign(&n->errhandler, from->errhandler);
   return n;
 }
 
@@ -567,7 +567,7 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
                 m->bad_rank);
   }
   Endpoint* n = m->by_local[ep->local_index];
-  if (n != nullptr) n->errhandler = ep->errhandler;
+  if (n != nullptr) errhandler_assign(&n->errhandler, ep->errhandler);
   *out = n;
   return EP_SUCCESS;
 }

@@ -59,6 +59,7 @@
 
 #include "base/types.h"
 #include "progress/engine.h"
+#include "runtime/errhandler.h"
 #include "runtime/matching.h"
 #include "runtime/wait.h"
 
@@ -164,7 +165,11 @@ class Endpoint {
  public:
   static constexpr uint32_t kMagic = 0xe9c0ffee;
   Endpoint(CommShared* comm, int rank, int local_index);
-  ~Endpoint() { outbox->unref(); }
+  ~Endpoint() {
+    outbox->unref();
+    errhandler_unref(errhandler);
+    if (attrs_free != nullptr) attrs_free(attrs);
+  }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
@@ -174,7 +179,7 @@ class Endpoint {
   const int local_index;  // in comm->local
   int proc_local_rank = 0;  // among this comm's ranks in this process (all fragments)
   uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
-  Errhandler errhandler = errors_are_fatal();
+  Errhandler errhandler = errors_are_fatal();  // holds a reference (runtime/errhandler.h)
   Matcher matcher;
   // Notified when an arrival becomes unexpected: what a blocking probe sleeps on.
   Event arrivals;
@@ -189,6 +194,12 @@ class Endpoint {
   // Small packets to other processes wait here for the engine (progress/outbox.h);
   // the endpoint holds one reference.
   progress::Outbox* outbox = new progress::Outbox;
+
+  // Attribute caching (api/attr.h): this handle's attribute values, owned by the api
+  // layer, used by the endpoint's own thread only; attrs_free (set with attrs) frees
+  // them if the endpoint is deleted with them (EP_Finalize), without callbacks.
+  void* attrs = nullptr;
+  void (*attrs_free)(void*) = nullptr;
 
   moodycamel::ProducerToken& token_for(Endpoint* dest);
 };
