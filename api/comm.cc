@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "runtime/request.h"
+
 #include "api/attr.h"
 #include "api/entry.h"
 #include "ep/ep.h"
@@ -89,6 +91,42 @@ int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
   }
   attrs_install(n, attrs);
   *newcomm = reinterpret_cast<EP_Comm>(n);
+  return EP_SUCCESS;
+}
+
+int EP_Comm_idup(EP_Comm comm, EP_Comm* newcomm, EP_Request* request) {
+  const char* call = "EP_Comm_idup";
+  EP_GET_COMM(ep, comm, call);
+  if (ep->comm->inter) {  // every endpoint sees this, so none waits for the others
+    return handle(ep, fail(EP_ERR_COMM, call, "not supported on intercommunicators"));
+  }
+  // The attributes are copied now (in this thread), installed when the communicator
+  // exists.  A NULL argument or a failed copy still takes part in the creation (nobody
+  // hangs): the new handle is then freed by the worker and the call fails.
+  int err = EP_SUCCESS;
+  if (newcomm == nullptr || request == nullptr) {
+    err = fail(EP_ERR_ARG, call, "%s is NULL", newcomm == nullptr ? "newcomm" : "request");
+  }
+  void* attrs = nullptr;
+  if (err == EP_SUCCESS) err = attrs_copy(ep, &attrs, call);
+  const bool keep = err == EP_SUCCESS;
+  Request* r = ep::runtime::request_new(ep::runtime::RequestKind::kColl, /*user_handle=*/keep);
+  if (keep) set_request_errhandler(r, ep);
+  // The new handle inherits the parent's handler as it is now (a reference until done).
+  const EP_Errhandler eh = ep->errhandler;
+  ep::runtime::errhandler_ref(eh);
+  ep::runtime::comm_idup(ep, r, [keep, attrs, eh, newcomm](Endpoint* made) {
+    if (keep) {
+      ep::runtime::errhandler_assign(&made->errhandler, eh);
+      attrs_install(made, attrs);
+      *newcomm = reinterpret_cast<EP_Comm>(made);
+    } else {
+      ep::runtime::comm_free(made);
+    }
+    ep::runtime::errhandler_unref(eh);
+  });
+  if (!keep) return handle(ep, err);
+  *request = reinterpret_cast<EP_Request>(r);
   return EP_SUCCESS;
 }
 

@@ -51,6 +51,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,6 +79,7 @@ struct Identity {
 };
 
 class Endpoint;
+struct Request;
 
 class CommShared {
  public:
@@ -130,19 +132,35 @@ class CommShared {
   const EpAddr& peer(int r) const { return inter ? remote_addr[r] : addr[r]; }
   int peer_size() const { return inter ? remote_size : size; }
 
-  // Every endpoint of this fragment calls this once per round, in the same order,
-  // with its contribution; the last to arrive runs fn(contributions by local index)
-  // and every caller returns fn's result.
+  // Rounds: every endpoint of this fragment joins rounds in the same order; its n-th
+  // call of local_round or local_round_async joins round n (so a nonblocking round and
+  // later blocking ones never mix).
+  //
+  // Blocking: joins with `mine`; the last to arrive runs fn(contributions by local
+  // index) and every caller returns fn's result.
   using RoundFn = std::function<std::shared_ptr<void>(std::vector<std::string>&)>;
   std::shared_ptr<void> local_round(int local_index, std::string mine, const RoundFn& fn);
+  // Nonblocking: joins with `part` and returns at once; the last to arrive calls
+  // launch(parts by local index), which must not wait for other endpoints (it hands
+  // the round's work to another thread).
+  using LaunchFn = std::function<void(std::vector<std::shared_ptr<void>>&)>;
+  void local_round_async(int local_index, std::shared_ptr<void> part, const LaunchFn& launch);
 
  private:
+  struct Round {
+    int arrived = 0;
+    int departed = 0;  // blocking callers that took the result
+    bool done = false;
+    std::vector<std::string> contrib;
+    std::vector<std::shared_ptr<void>> parts;
+    std::shared_ptr<void> result;
+  };
+  // The round `local_index` joins next (mu_ held).
+  Round& join_round(int local_index, uint64_t* n);
   std::mutex mu_;
-  Event round_done_;                   // notified when gen_ advances
-  int arrived_ = 0;                    // guarded by mu_
-  uint64_t gen_ = 0;                   // guarded by mu_
-  std::vector<std::string> contrib_;   // guarded by mu_
-  std::shared_ptr<void> result_;       // guarded by mu_
+  Event round_done_;                   // notified when a round's result is ready
+  std::map<uint64_t, Round> rounds_;   // guarded by mu_; rounds not yet left by all
+  std::vector<uint64_t> joined_;       // guarded by mu_; rounds joined, by local index
 };
 
 // Holds a fragment's shadow endpoints (CommShared::coll) for one thread.
@@ -243,6 +261,19 @@ struct Group {
 int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]);
 // Collective over the endpoints of ep's communicator (intra or inter).
 int comm_dup(Endpoint* ep, Endpoint** out);
+// What an idup does for one endpoint once the new communicator exists: `made` is that
+// endpoint's new handle (runs on the idup's worker thread, before its request
+// completes; the endpoint's own thread may be anywhere meanwhile).
+using IdupDone = std::function<void(Endpoint* made)>;
+// Nonblocking dup of an intracommunicator, collective over its endpoints: joins the
+// fragment's next round and returns at once.  The last local endpoint to join hands
+// the creation to a worker thread, which calls each endpoint's `done` and completes
+// its request `r` (a pending kColl request, of a user handle or not).  Takes the hidden
+// tag in the calling thread, so idups match in the order each endpoint started its
+// collectives; the parent stays alive until the worker is done with it.
+void comm_idup(Endpoint* ep, Request* r, IdupDone done);
+// Waits for the idup workers to end (EP_Finalize, before the engine stops).
+void comm_join_workers();
 // Collective over ep's (intra)communicator; *out is nullptr for EP_UNDEFINED.
 int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
 // Collective over local_comm; `peer` and `remote_leader` matter at the local leader.

@@ -133,6 +133,38 @@ TEST(Attr, CallbacksRunExactlyAtDupReplaceDeleteAndFree) {
   EXPECT_EQ(kv, EP_KEYVAL_INVALID);
 }
 
+TEST(Attr, IdupCopiesInTheCallAndInstallsAtCompletion) {
+  int kv = EP_KEYVAL_INVALID;
+  ASSERT_EQ(EP_Comm_create_keyval(counting_copy, counting_delete, &kv, as_val(77)), EP_SUCCESS);
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    t_counts = Counts{};
+    const int me = rank_of(world);
+    ASSERT_EQ(EP_Comm_set_attr(world, kv, as_val(me + 1)), EP_SUCCESS);
+    EP_Comm a = EP_COMM_NULL, b = EP_COMM_NULL;
+    EP_Request q[2];
+    ASSERT_EQ(EP_Comm_idup(world, &a, &q[0]), EP_SUCCESS);
+    EXPECT_EQ(t_counts.copies, 1) << "copied in the EP_Comm_idup call";
+    // A changed value after the call does not reach the first idup's copy.
+    ASSERT_EQ(EP_Comm_set_attr(world, kv, as_val(me + 2)), EP_SUCCESS);
+    EXPECT_EQ(t_counts.deletes, 1);
+    ASSERT_EQ(EP_Comm_idup(world, &b, &q[1]), EP_SUCCESS);
+    EXPECT_EQ(t_counts.copies, 2);
+    ASSERT_EQ(EP_Waitall(2, q, EP_STATUSES_IGNORE), EP_SUCCESS);
+    EXPECT_EQ(t_counts.copies, 2) << "nothing more at completion";
+    EXPECT_EQ(value_of(a, kv), me + 1001);
+    EXPECT_EQ(value_of(b, kv), me + 1002);
+    EXPECT_EQ(EP_Comm_free(&a), EP_SUCCESS);
+    EXPECT_EQ(t_counts.deletes, 2);
+    EXPECT_EQ(t_counts.last_deleted, me + 1001);
+    EXPECT_EQ(EP_Comm_free(&b), EP_SUCCESS);
+    EXPECT_EQ(t_counts.deletes, 3);
+    EXPECT_EQ(EP_Comm_delete_attr(world, kv), EP_SUCCESS);
+    EXPECT_EQ(t_counts.deletes, 4);
+    EXPECT_EQ(t_counts.last_deleted, me + 2);
+  });
+  EXPECT_EQ(EP_Comm_free_keyval(&kv), EP_SUCCESS);
+}
+
 TEST(Attr, PredefinedCallbacks) {
   int kv_null = EP_KEYVAL_INVALID, kv_dup = EP_KEYVAL_INVALID;
   ASSERT_EQ(EP_Comm_create_keyval(EP_COMM_NULL_COPY_FN, EP_COMM_NULL_DELETE_FN, &kv_null, nullptr),
