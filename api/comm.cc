@@ -97,9 +97,6 @@ int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
 int EP_Comm_idup(EP_Comm comm, EP_Comm* newcomm, EP_Request* request) {
   const char* call = "EP_Comm_idup";
   EP_GET_COMM(ep, comm, call);
-  if (ep->comm->inter) {  // every endpoint sees this, so none waits for the others
-    return handle(ep, fail(EP_ERR_COMM, call, "not supported on intercommunicators"));
-  }
   // The attributes are copied now (in this thread), installed when the communicator
   // exists.  A NULL argument or a failed copy still takes part in the creation (nobody
   // hangs): the new handle is then freed by the worker and the call fails.

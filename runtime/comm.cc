@@ -393,26 +393,32 @@ struct Halves {
   std::vector<EpAddr> haddr, daddr;
 };
 
+// The new fragments of lc's fragment for the halves being made (once per fragment, by
+// the thread acting for it): begun, and the group's addresses exchanged.
+std::shared_ptr<Halves> halves_fragment(CommShared* lc, int tag) {
+  auto hv = std::make_shared<Halves>();
+  hv->h = begin(static_cast<int>(lc->local.size()));
+  hv->d = begin(static_cast<int>(lc->local.size()));
+  BlobWriter w;
+  w.put<uint32_t>(hv->h->ctx);
+  w.put<uint32_t>(hv->d->ctx);
+  std::vector<std::string> frags = frag_allgather(lc, tag, w.take());
+  hv->haddr = hv->daddr = lc->addr;
+  for (int r = 0; r < lc->size; ++r) {
+    BlobReader rd(frags[lc->frag_of[r]]);
+    hv->haddr[r].ctx = rd.get<uint32_t>();
+    hv->daddr[r].ctx = rd.get<uint32_t>();
+  }
+  return hv;
+}
+
 // Collective over the endpoints of the intracommunicator of `lep`.
 std::shared_ptr<Halves> make_halves(Endpoint* lep) {
   CommShared* lc = lep->comm;
   const int tag = hidden_tag(lep);
   return std::static_pointer_cast<Halves>(
       lc->local_round(lep->local_index, std::string(), [lc, tag](std::vector<std::string>&) {
-        auto hv = std::make_shared<Halves>();
-        hv->h = begin(static_cast<int>(lc->local.size()));
-        hv->d = begin(static_cast<int>(lc->local.size()));
-        BlobWriter w;
-        w.put<uint32_t>(hv->h->ctx);
-        w.put<uint32_t>(hv->d->ctx);
-        std::vector<std::string> frags = frag_allgather(lc, tag, w.take());
-        hv->haddr = hv->daddr = lc->addr;
-        for (int r = 0; r < lc->size; ++r) {
-          BlobReader rd(frags[lc->frag_of[r]]);
-          hv->haddr[r].ctx = rd.get<uint32_t>();
-          hv->daddr[r].ctx = rd.get<uint32_t>();
-        }
-        return std::static_pointer_cast<void>(hv);
+        return std::static_pointer_cast<void>(halves_fragment(lc, tag));
       }));
 }
 
@@ -827,9 +833,8 @@ struct IdupPart {
   IdupDone done;
 };
 
-// The worker's job: the new fragment, then each local endpoint's completion.
-void idup_work(CommShared* old, int tag, const std::vector<std::shared_ptr<void>>& parts) {
-  CommShared* c = dup_fragment(old, tag);
+// Each local endpoint's completion, once its new handle exists in fragment c.
+void idup_complete(CommShared* old, CommShared* c, const std::vector<std::shared_ptr<void>>& parts) {
   for (size_t i = 0; i < parts.size(); ++i) {
     auto* p = static_cast<IdupPart*>(parts[i].get());
     p->done(c->local[i].get());
@@ -838,22 +843,52 @@ void idup_work(CommShared* old, int tag, const std::vector<std::shared_ptr<void>
   }
 }
 
+// The worker's job for an intercommunicator: comm_dup's inter path for a whole fragment
+// (the group's new fragments; the fragment of rank 0 swaps the group's addresses with
+// the remote rank 0 for it; a broadcast over the group).  Tags: see comm_idup.
+void idup_inter_work(CommShared* old, const int tags[3],
+                     const std::vector<std::shared_ptr<void>>& parts) {
+  CommShared* ld = old->local_comm;
+  std::shared_ptr<Halves> hv = halves_fragment(ld, tags[1]);
+  std::string remote;
+  if (ld->my_frag == 0) {  // this fragment holds rank 0 (fragments ascend by rank)
+    Endpoint* e0 = old->local[old->addr[0].local].get();
+    remote = sendrecv_hidden(e0, 0, tags[0], write_group(hv->haddr, ld->ids), 0, tags[0]);
+  }
+  complete_halves(ld, *hv, true, frag_bcast(ld, tags[2], 0, std::move(remote)));
+  idup_complete(old, hv->h, parts);
+}
+
 }  // namespace
 
 void comm_idup(Endpoint* ep, Request* r, IdupDone done) {
   CommShared* old = ep->comm;
-  const int tag = hidden_tag(ep);
   // The parent stays published until the worker is done with it, even if the user
   // frees every handle meanwhile.  relaxed: the caller holds a handle (the count
   // cannot reach 0 meanwhile).
   old->live_handles.fetch_add(1, std::memory_order_relaxed);
   auto part = std::make_shared<IdupPart>(IdupPart{r, std::move(done)});
-  old->local_round_async(ep->local_index, std::move(part),
-                         [old, tag](std::vector<std::shared_ptr<void>>& parts) {
-                           workers().launch([old, tag, parts = std::move(parts)] {
-                             idup_work(old, tag, parts);
+  if (!old->inter) {
+    const int tag = hidden_tag(ep);
+    old->local_round_async(ep->local_index, std::move(part),
+                           [old, tag](std::vector<std::shared_ptr<void>>& parts) {
+                             workers().launch([old, tag, parts = std::move(parts)] {
+                               idup_complete(old, dup_fragment(old, tag), parts);
+                             });
                            });
-                         });
+    return;
+  }
+  // Intercommunicator: the tags comm_dup takes (the intercommunicator's, then two of
+  // the hidden local_comm's); the round is the local_comm's.
+  Endpoint* lep = local_side(ep);
+  const int t0 = hidden_tag(ep), t1 = hidden_tag(lep), t2 = hidden_tag(lep);
+  old->local_comm->local_round_async(
+      lep->local_index, std::move(part), [old, t0, t1, t2](std::vector<std::shared_ptr<void>>& parts) {
+        workers().launch([old, t0, t1, t2, parts = std::move(parts)] {
+          const int tags[3] = {t0, t1, t2};
+          idup_inter_work(old, tags, parts);
+        });
+      });
 }
 
 void comm_join_workers() { workers().join_all(); }

@@ -37,7 +37,10 @@
 // (atomic) and the creation rendezvous (`mu_`).  An Endpoint is used by one thread at
 // a time (enforced by `busy`); its matcher is concurrent (matching.h).  Inside
 // local_round() the thread that runs `fn` may act for the fragment's leader endpoint
-// (local[0]) while its own thread is blocked in the same local_round.
+// (local[0]) while its own thread is blocked in the same local_round.  A nonblocking
+// round (local_round_async: EP_Comm_idup) is carried by a worker thread of libep
+// (comm_idup), which acts for the fragment's endpoints the same way while their own
+// threads go on.
 //
 // Memory ordering: ContextTable::publish stores with release and lookup loads with
 // acquire, so the progress thread sees a fully built CommShared.  Endpoint::busy is
@@ -265,8 +268,9 @@ int comm_dup(Endpoint* ep, Endpoint** out);
 // endpoint's new handle (runs on the idup's worker thread, before its request
 // completes; the endpoint's own thread may be anywhere meanwhile).
 using IdupDone = std::function<void(Endpoint* made)>;
-// Nonblocking dup of an intracommunicator, collective over its endpoints: joins the
-// fragment's next round and returns at once.  The last local endpoint to join hands
+// Nonblocking dup (intra or inter), collective over the endpoints of ep's communicator:
+// joins the fragment's next round (an intercommunicator's: its local_comm's) and
+// returns at once.  The last local endpoint to join hands
 // the creation to a worker thread, which calls each endpoint's `done` and completes
 // its request `r` (a pending kColl request, of a user handle or not).  Takes the hidden
 // tag in the calling thread, so idups match in the order each endpoint started its

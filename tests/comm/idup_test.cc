@@ -8,8 +8,10 @@
 //  * progress without the caller: rank 0 starts its idup, then does not wait on it until
 //    every other endpoint has completed its own idup and said so (by a message on the
 //    parent, which is in use meanwhile);
-//  * the new handle inherits the parent's error handler; intercommunicators and NULL
-//    arguments fail at every endpoint without hanging anyone.
+//  * intercommunicators (even / odd world ranks, the groups sharing processes): the
+//    idup is an intercommunicator with the same groups; point-to-point across it;
+//  * the new handle inherits the parent's error handler; NULL arguments fail at every
+//    endpoint without hanging anyone.
 // Every expectation is computed from world ranks (tests/comm/comm_util.h).
 #include <gtest/gtest.h>
 
@@ -184,6 +186,56 @@ TEST(Idup, CompletesWhileAnotherEndpointComputes) {
   });
 }
 
+TEST(Idup, DuplicatesIntercommunicators) {
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    const int me = rank_of(world);
+    int n = 0;
+    EP_Comm_size(world, &n);
+    if (n < 2) return;
+    EP_Comm half = EP_COMM_NULL, ic = EP_COMM_NULL;
+    ASSERT_EQ(EP_Comm_split(world, me % 2, me, &half), EP_SUCCESS);
+    ASSERT_EQ(EP_Intercomm_create(half, 0, world, me % 2 == 0 ? 1 : 0, 21, &ic), EP_SUCCESS);
+    // Local group: world ranks of my parity in order; remote: the other parity.
+    std::vector<int> local, remote;
+    for (int r = 0; r < n; ++r) (r % 2 == me % 2 ? local : remote).push_back(r);
+    EP_Comm x[2] = {EP_COMM_NULL, EP_COMM_NULL};
+    EP_Request q[2];
+    ASSERT_EQ(EP_Comm_idup(ic, &x[0], &q[0]), EP_SUCCESS) << last_error(EP_ERR_COMM);
+    ASSERT_EQ(EP_Comm_idup(ic, &x[1], &q[1]), EP_SUCCESS);
+    ASSERT_EQ(EP_Waitall(2, q, EP_STATUSES_IGNORE), EP_SUCCESS);
+    for (int k = 0; k < 2; ++k) {
+      const std::string what = "idup " + std::to_string(k) + " of the intercommunicator";
+      ep_comm_test::check_inter_queries(x[k], local, remote, me, what);
+      int cmp = -1;
+      EXPECT_EQ(EP_Comm_compare(ic, x[k], &cmp), EP_SUCCESS);
+      EXPECT_EQ(cmp, EP_CONGRUENT) << what;
+      // Every local rank sends its world rank to every remote rank; received by source.
+      const int my = ep_comm_test::index_in(local, me);
+      std::vector<EP_Request> s(remote.size());
+      for (size_t d = 0; d < remote.size(); ++d) {
+        ASSERT_EQ(EP_Isend(&me, 1, MPI_INT, static_cast<int>(d), 40 + k, x[k], &s[d]),
+                  EP_SUCCESS);
+      }
+      for (size_t src = 0; src < remote.size(); ++src) {
+        int got = -1;
+        ASSERT_EQ(EP_Recv(&got, 1, MPI_INT, static_cast<int>(src), 40 + k, x[k], EP_STATUS_IGNORE),
+                  EP_SUCCESS);
+        EXPECT_EQ(got, remote[src]) << what;
+      }
+      ASSERT_EQ(EP_Waitall(static_cast<int>(s.size()), s.data(), EP_STATUSES_IGNORE), EP_SUCCESS);
+      int sum = -1;
+      ASSERT_EQ(EP_Allreduce(&me, &sum, 1, MPI_INT, MPI_SUM, x[k]), EP_SUCCESS) << what;
+      int expect = 0;
+      for (int r : remote) expect += r;
+      EXPECT_EQ(sum, expect) << what << " (the other group's sum; local rank " << my << ")";
+    }
+    ASSERT_EQ(EP_Barrier(world), EP_SUCCESS);
+    for (EP_Comm& c : x) EXPECT_EQ(EP_Comm_free(&c), EP_SUCCESS);
+    EXPECT_EQ(EP_Comm_free(&ic), EP_SUCCESS);
+    EXPECT_EQ(EP_Comm_free(&half), EP_SUCCESS);
+  });
+}
+
 void count_calls(EP_Comm*, int* code, ...) {
   static thread_local int dummy = 0;
   dummy += *code;
@@ -216,17 +268,6 @@ TEST(Idup, InheritsTheErrhandlerAndRefusesBadArguments) {
     int n = 0;
     EP_Comm_size(world, &n);
     EXPECT_EQ(sum, n * (n - 1) / 2);
-    // Intercommunicators: EP_ERR_COMM at every endpoint.
-    if (n >= 2) {
-      EP_Comm half = EP_COMM_NULL, ic = EP_COMM_NULL;
-      ASSERT_EQ(EP_Comm_split(world, me % 2, me, &half), EP_SUCCESS);
-      ASSERT_EQ(EP_Intercomm_create(half, 0, world, me % 2 == 0 ? 1 : 0, 21, &ic), EP_SUCCESS);
-      EP_Comm x = EP_COMM_NULL;
-      EXPECT_EQ(EP_Comm_idup(ic, &x, &req), EP_ERR_COMM);
-      EXPECT_NE(last_error(EP_ERR_COMM).find("intercommunicators"), std::string::npos);
-      EXPECT_EQ(EP_Comm_free(&ic), EP_SUCCESS);
-      EXPECT_EQ(EP_Comm_free(&half), EP_SUCCESS);
-    }
     ASSERT_EQ(EP_Barrier(nc), EP_SUCCESS);
     EXPECT_EQ(EP_Comm_free(&nc), EP_SUCCESS);
   });
