@@ -148,8 +148,8 @@ int run_delete(Endpoint* ep, int kv, void* value, const char* call) {
 
 int bad_keyval(int kv, const char* call) {
   if (kv == EP_KEYVAL_INVALID) return fail(EP_ERR_ARG, call, "keyval is EP_KEYVAL_INVALID");
-  return fail(EP_ERR_ARG, call, "keyval %d is not a valid communicator keyval (never created, or freed)",
-              kv);
+  return fail(EP_ERR_ARG, call,
+              "keyval %d is not a valid communicator keyval (never created, or freed)", kv);
 }
 
 }  // namespace

@@ -9,11 +9,10 @@
 
 #include <vector>
 
-#include "runtime/request.h"
-
 #include "api/attr.h"
 #include "api/entry.h"
 #include "ep/ep.h"
+#include "runtime/request.h"
 
 namespace {
 

@@ -21,9 +21,7 @@ EP_Errhandler as_user_errhandler(EP_Errhandler eh) {
   return (plausible_handle(eh) && eh->magic == ep_errhandler_s::kMagic) ? eh : nullptr;
 }
 
-bool is_predefined(EP_Errhandler eh) {
-  return eh == EP_ERRORS_ARE_FATAL || eh == EP_ERRORS_RETURN;
-}
+bool is_predefined(EP_Errhandler eh) { return eh == EP_ERRORS_ARE_FATAL || eh == EP_ERRORS_RETURN; }
 
 const char* describe(EP_Errhandler eh) {
   return eh == EP_ERRHANDLER_NULL ? "EP_ERRHANDLER_NULL" : "not a valid error handler";

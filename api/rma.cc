@@ -174,8 +174,9 @@ int EP_Win_free(EP_Win* win) {
   {
     Entry guard(w->ep);
     if (!guard.ok()) {
-      return handle(eh, EP_COMM_NULL, fail(EP_ERR_CONCURRENT, "EP_Win_free",
-                             "another thread is inside a call on this window's endpoint"));
+      return handle(eh, EP_COMM_NULL,
+                    fail(EP_ERR_CONCURRENT, "EP_Win_free",
+                         "another thread is inside a call on this window's endpoint"));
     }
     err = ep::rma::win_free_prepare(w, "EP_Win_free");
   }

@@ -834,7 +834,8 @@ struct IdupPart {
 };
 
 // Each local endpoint's completion, once its new handle exists in fragment c.
-void idup_complete(CommShared* old, CommShared* c, const std::vector<std::shared_ptr<void>>& parts) {
+void idup_complete(CommShared* old, CommShared* c,
+                   const std::vector<std::shared_ptr<void>>& parts) {
   for (size_t i = 0; i < parts.size(); ++i) {
     auto* p = static_cast<IdupPart*>(parts[i].get());
     p->done(c->local[i].get());
@@ -883,7 +884,8 @@ void comm_idup(Endpoint* ep, Request* r, IdupDone done) {
   Endpoint* lep = local_side(ep);
   const int t0 = hidden_tag(ep), t1 = hidden_tag(lep), t2 = hidden_tag(lep);
   old->local_comm->local_round_async(
-      lep->local_index, std::move(part), [old, t0, t1, t2](std::vector<std::shared_ptr<void>>& parts) {
+      lep->local_index, std::move(part),
+      [old, t0, t1, t2](std::vector<std::shared_ptr<void>>& parts) {
         workers().launch([old, t0, t1, t2, parts = std::move(parts)] {
           const int tags[3] = {t0, t1, t2};
           idup_inter_work(old, tags, parts);

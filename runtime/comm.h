@@ -161,9 +161,9 @@ class CommShared {
   // The round `local_index` joins next (mu_ held).
   Round& join_round(int local_index, uint64_t* n);
   std::mutex mu_;
-  Event round_done_;                   // notified when a round's result is ready
-  std::map<uint64_t, Round> rounds_;   // guarded by mu_; rounds not yet left by all
-  std::vector<uint64_t> joined_;       // guarded by mu_; rounds joined, by local index
+  Event round_done_;                  // notified when a round's result is ready
+  std::map<uint64_t, Round> rounds_;  // guarded by mu_; rounds not yet left by all
+  std::vector<uint64_t> joined_;      // guarded by mu_; rounds joined, by local index
 };
 
 // Holds a fragment's shadow endpoints (CommShared::coll) for one thread.

@@ -264,8 +264,7 @@ TEST(Attr, FreedKeyvalStaysWithTheAttributesThatUseIt) {
 
 TEST(Attr, CallbackFailuresAreReturnedByTheCallThatRanThem) {
   int kv_ok = EP_KEYVAL_INVALID, kv = EP_KEYVAL_INVALID;
-  ASSERT_EQ(EP_Comm_create_keyval(counting_copy, counting_delete, &kv_ok, as_val(77)),
-            EP_SUCCESS);
+  ASSERT_EQ(EP_Comm_create_keyval(counting_copy, counting_delete, &kv_ok, as_val(77)), EP_SUCCESS);
   ASSERT_EQ(EP_Comm_create_keyval(counting_copy, counting_delete, &kv, as_val(77)), EP_SUCCESS);
   run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
     t_counts = Counts{};

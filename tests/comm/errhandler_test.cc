@@ -225,8 +225,7 @@ TEST(Errhandler, BadHandlesAndArgumentsAreRefused) {
     // Windows take only the predefined handlers.
     int mem[4] = {0, 0, 0, 0};
     EP_Win win = EP_WIN_NULL;
-    ASSERT_EQ(EP_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, world, &win),
-              EP_SUCCESS);
+    ASSERT_EQ(EP_Win_create(mem, sizeof(mem), sizeof(int), MPI_INFO_NULL, world, &win), EP_SUCCESS);
     ASSERT_EQ(EP_Win_set_errhandler(win, EP_ERRORS_RETURN), EP_SUCCESS);
     EXPECT_EQ(EP_Win_set_errhandler(win, eh), EP_ERR_ARG);
     EXPECT_EQ(EP_Win_free(&win), EP_SUCCESS);

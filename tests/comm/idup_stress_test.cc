@@ -60,6 +60,39 @@ struct Pending {
   EP_Request req = EP_REQUEST_NULL;
 };
 
+// Completes the idups of `p` and the receive *rr in this endpoint's own random order:
+// EP_Wait in reverse, EP_Test then EP_Wait, or one EP_Waitall with the receive anywhere.
+void complete_all(std::vector<Pending>& p, EP_Request* rr, std::mt19937_64& own,
+                  const std::string& what) {
+  const int k = static_cast<int>(p.size());
+  switch (own() % 3) {
+    case 0:
+      for (int i = k - 1; i >= 0; --i) ASSERT_EQ(EP_Wait(&p[i].req, EP_STATUS_IGNORE), EP_SUCCESS);
+      ASSERT_EQ(EP_Wait(rr, EP_STATUS_IGNORE), EP_SUCCESS);
+      break;
+    case 1:
+      for (int i = 0; i < k; ++i) {
+        int flag = 0;
+        ASSERT_EQ(EP_Test(&p[i].req, &flag, EP_STATUS_IGNORE), EP_SUCCESS);
+        if (flag == 0) ASSERT_EQ(EP_Wait(&p[i].req, EP_STATUS_IGNORE), EP_SUCCESS);
+        EXPECT_EQ(p[i].req, EP_REQUEST_NULL);
+      }
+      ASSERT_EQ(EP_Wait(rr, EP_STATUS_IGNORE), EP_SUCCESS);
+      break;
+    default: {
+      std::vector<EP_Request> reqs;
+      for (int i = 0; i < k; ++i) reqs.push_back(p[i].req);
+      reqs.insert(reqs.begin() + static_cast<long>(own() % (k + 1)), *rr);
+      ASSERT_EQ(EP_Waitall(static_cast<int>(reqs.size()), reqs.data(), EP_STATUSES_IGNORE),
+                EP_SUCCESS)
+          << what;
+      for (int i = 0; i < k; ++i) p[i].req = EP_REQUEST_NULL;
+      *rr = EP_REQUEST_NULL;
+      break;
+    }
+  }
+}
+
 void stress_endpoint(EP_Comm world, uint64_t seed, int rounds, const Layout& lay) {
   const int me = rank_of(world);
   const int n = lay.total;
@@ -78,7 +111,8 @@ void stress_endpoint(EP_Comm world, uint64_t seed, int rounds, const Layout& lay
     std::vector<int> members = all;
     if (layout != 0) {
       ASSERT_EQ(EP_Comm_split(world, 0, key(me), &parent), EP_SUCCESS) << what;
-      members = expected_split(n, [](int) { return 0; }, key, 0);
+      members = expected_split(
+          n, [](int) { return 0; }, key, 0);
     }
     const int k = 1 + static_cast<int>(shared() % 3);
     std::vector<Pending> p(static_cast<size_t>(k));
@@ -104,36 +138,10 @@ void stress_endpoint(EP_Comm world, uint64_t seed, int rounds, const Layout& lay
     // A message from the left neighbour on world, received with the completions.
     int in = -1;
     EP_Request sr = EP_REQUEST_NULL, rr = EP_REQUEST_NULL;
-    ASSERT_EQ(EP_Isend(&me, 1, MPI_INT, (me + 1) % n, 1000 + round % 1000, world, &sr),
-              EP_SUCCESS);
+    ASSERT_EQ(EP_Isend(&me, 1, MPI_INT, (me + 1) % n, 1000 + round % 1000, world, &sr), EP_SUCCESS);
     ASSERT_EQ(EP_Irecv(&in, 1, MPI_INT, (me + n - 1) % n, 1000 + round % 1000, world, &rr),
               EP_SUCCESS);
-    // Completion in this endpoint's own order.
-    switch (own() % 3) {
-      case 0:
-        for (int i = k - 1; i >= 0; --i) ASSERT_EQ(EP_Wait(&p[i].req, EP_STATUS_IGNORE), EP_SUCCESS);
-        ASSERT_EQ(EP_Wait(&rr, EP_STATUS_IGNORE), EP_SUCCESS);
-        break;
-      case 1:
-        for (int i = 0; i < k; ++i) {
-          int flag = 0;
-          ASSERT_EQ(EP_Test(&p[i].req, &flag, EP_STATUS_IGNORE), EP_SUCCESS);
-          if (flag == 0) ASSERT_EQ(EP_Wait(&p[i].req, EP_STATUS_IGNORE), EP_SUCCESS);
-          EXPECT_EQ(p[i].req, EP_REQUEST_NULL);
-        }
-        ASSERT_EQ(EP_Wait(&rr, EP_STATUS_IGNORE), EP_SUCCESS);
-        break;
-      default: {
-        std::vector<EP_Request> reqs;
-        for (int i = 0; i < k; ++i) reqs.push_back(p[i].req);
-        reqs.insert(reqs.begin() + static_cast<long>(own() % (k + 1)), rr);
-        ASSERT_EQ(EP_Waitall(static_cast<int>(reqs.size()), reqs.data(), EP_STATUSES_IGNORE),
-                  EP_SUCCESS)
-            << what;
-        for (int i = 0; i < k; ++i) p[i].req = EP_REQUEST_NULL;
-        break;
-      }
-    }
+    complete_all(p, &rr, own, what);
     ASSERT_EQ(EP_Wait(&sr, EP_STATUS_IGNORE), EP_SUCCESS);
     EXPECT_EQ(in, (me + n - 1) % n) << what;
     for (int i = 0; i < k; ++i) {
@@ -156,9 +164,8 @@ TEST(IdupStress, ManyOutstandingIdupsWithTrafficAndRandomCompletionOrder) {
   MPI_Bcast(&seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   const int rounds = ep_test::scaled(120);
   const Layout lay = ep_comm_test::uneven_layout();
-  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
-    stress_endpoint(world, seed, rounds, lay);
-  });
+  run_endpoints(uneven(world_rank()),
+                [&](EP_Comm world, int) { stress_endpoint(world, seed, rounds, lay); });
 }
 
 }  // namespace

@@ -79,8 +79,8 @@ TEST(Idup, MakesACongruentCommunicatorOnEveryLayout) {
       const std::string what = k.name;
       EP_Comm parent = EP_COMM_NULL;
       ASSERT_EQ(EP_Comm_split(world, 0, k.key(me), &parent), EP_SUCCESS) << what;
-      const std::vector<int> members =
-          expected_split(lay.total, [](int) { return 0; }, k.key, 0);
+      const std::vector<int> members = expected_split(
+          lay.total, [](int) { return 0; }, k.key, 0);
       EP_Comm nc = EP_COMM_NULL;
       EP_Request req = EP_REQUEST_NULL;
       ASSERT_EQ(EP_Comm_idup(parent, &nc, &req), EP_SUCCESS) << what << ": " << last_error(1);
@@ -150,7 +150,8 @@ TEST(Idup, SeveralOutstandingWaitedInReverseAndMixedWithPointToPoint) {
     }
     ASSERT_EQ(EP_Waitall(static_cast<int>(sends.size()), sends.data(), EP_STATUSES_IGNORE),
               EP_SUCCESS);
-    for (size_t i = 0; i < all.size(); ++i) expect_ring(all[i], members, static_cast<int>(i), "ring");
+    for (size_t i = 0; i < all.size(); ++i)
+      expect_ring(all[i], members, static_cast<int>(i), "ring");
     ASSERT_EQ(EP_Barrier(world), EP_SUCCESS);
     for (EP_Comm& c : all) EXPECT_EQ(EP_Comm_free(&c), EP_SUCCESS);
   });
@@ -213,8 +214,7 @@ TEST(Idup, DuplicatesIntercommunicators) {
       const int my = ep_comm_test::index_in(local, me);
       std::vector<EP_Request> s(remote.size());
       for (size_t d = 0; d < remote.size(); ++d) {
-        ASSERT_EQ(EP_Isend(&me, 1, MPI_INT, static_cast<int>(d), 40 + k, x[k], &s[d]),
-                  EP_SUCCESS);
+        ASSERT_EQ(EP_Isend(&me, 1, MPI_INT, static_cast<int>(d), 40 + k, x[k], &s[d]), EP_SUCCESS);
       }
       for (size_t src = 0; src < remote.size(); ++src) {
         int got = -1;
