@@ -23,7 +23,7 @@ int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request
   int err = EP_SUCCESS;
   if (request == nullptr && ep::collectives::run_fast(ep, kind, part, a, &err)) return err;
   Request* r = ep::collectives::start(ep, kind, std::move(part), a);
-  r->errhandler = ep->errhandler;
+  set_request_errhandler(r, ep);
   if (request != nullptr) {
     *request = reinterpret_cast<EP_Request>(r);
     return EP_SUCCESS;

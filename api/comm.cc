@@ -9,8 +9,10 @@
 
 #include <vector>
 
+#include "api/attr.h"
 #include "api/entry.h"
 #include "ep/ep.h"
+#include "runtime/request.h"
 
 namespace {
 
@@ -80,8 +82,48 @@ int EP_Comm_dup(EP_Comm comm, EP_Comm* newcomm) {
   if (newcomm == nullptr) return handle(ep, fail(EP_ERR_ARG, "EP_Comm_dup", "newcomm is NULL"));
   Endpoint* n = nullptr;
   int err = ep::runtime::comm_dup(ep, &n);
-  if (err == EP_SUCCESS) *newcomm = reinterpret_cast<EP_Comm>(n);
-  return handle(ep, err);
+  void* attrs = nullptr;
+  if (err == EP_SUCCESS) err = attrs_copy(ep, &attrs, "EP_Comm_dup");
+  if (err != EP_SUCCESS) {  // a copy callback failed: the new handle goes (MPI 3.1 6.7.2)
+    if (n != nullptr) ep::runtime::comm_free(n);
+    return handle(ep, err);
+  }
+  attrs_install(n, attrs);
+  *newcomm = reinterpret_cast<EP_Comm>(n);
+  return EP_SUCCESS;
+}
+
+int EP_Comm_idup(EP_Comm comm, EP_Comm* newcomm, EP_Request* request) {
+  const char* call = "EP_Comm_idup";
+  EP_GET_COMM(ep, comm, call);
+  // The attributes are copied now (in this thread), installed when the communicator
+  // exists.  A NULL argument or a failed copy still takes part in the creation (nobody
+  // hangs): the new handle is then freed by the worker and the call fails.
+  int err = EP_SUCCESS;
+  if (newcomm == nullptr || request == nullptr) {
+    err = fail(EP_ERR_ARG, call, "%s is NULL", newcomm == nullptr ? "newcomm" : "request");
+  }
+  void* attrs = nullptr;
+  if (err == EP_SUCCESS) err = attrs_copy(ep, &attrs, call);
+  const bool keep = err == EP_SUCCESS;
+  Request* r = ep::runtime::request_new(ep::runtime::RequestKind::kColl, /*user_handle=*/keep);
+  if (keep) set_request_errhandler(r, ep);
+  // The new handle inherits the parent's handler as it is now (a reference until done).
+  const EP_Errhandler eh = ep->errhandler;
+  ep::runtime::errhandler_ref(eh);
+  ep::runtime::comm_idup(ep, r, [keep, attrs, eh, newcomm](Endpoint* made) {
+    if (keep) {
+      ep::runtime::errhandler_assign(&made->errhandler, eh);
+      attrs_install(made, attrs);
+      *newcomm = reinterpret_cast<EP_Comm>(made);
+    } else {
+      ep::runtime::comm_free(made);
+    }
+    ep::runtime::errhandler_unref(eh);
+  });
+  if (!keep) return handle(ep, err);
+  *request = reinterpret_cast<EP_Request>(r);
+  return EP_SUCCESS;
 }
 
 int EP_Comm_free(EP_Comm* comm) {
@@ -95,9 +137,14 @@ int EP_Comm_free(EP_Comm* comm) {
   {
     Entry guard(ep);
     if (!guard.ok()) {
-      return handle(ep, fail(EP_ERR_CONCURRENT, "EP_Comm_free",
-                             "another thread is inside a call on endpoint %d", ep->rank));
+      return handle(ep->errhandler, *comm,
+                    fail(EP_ERR_CONCURRENT, "EP_Comm_free",
+                         "another thread is inside a call on endpoint %d", ep->rank));
     }
+    // The attributes' delete callbacks, before the handle goes; a failure keeps the
+    // communicator (see attr.cc).
+    const int err = attrs_delete_all(ep, "EP_Comm_free");
+    if (err != EP_SUCCESS) return handle(ep, err);
   }
   ep::runtime::comm_free(ep);
   *comm = EP_COMM_NULL;

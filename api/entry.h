@@ -71,16 +71,60 @@ using ep::runtime::runtime;
 using ep::runtime::SendMode;
 using ep::runtime::TypeInfo;
 
-// Applies the communicator's error handler to a failure code.
-inline int handle(EP_Errhandler eh, int code) {
-  if (code != EP_SUCCESS && eh == EP_ERRORS_ARE_FATAL) {
+// Callbacks that may re-enter an endpoint.  A user's callback (an error handler, an
+// attribute's copy or delete function) may call libep on the communicator whose call
+// runs it, while that call holds the endpoint (Entry).  The running call marks the
+// endpoint with a Reentry for the callback's duration; an Entry on a marked endpoint by
+// the same thread succeeds without claiming it (the outer call keeps its claim).
+// Thread-local: the marks of one thread are a stack of Reentry objects on its stack.
+class Reentry {
+ public:
+  explicit Reentry(Endpoint* ep) : ep_(ep), prev_(top_) { top_ = this; }
+  ~Reentry() { top_ = prev_; }
+  Reentry(const Reentry&) = delete;
+  Reentry& operator=(const Reentry&) = delete;
+  // True if the calling thread runs a callback of a call that holds `ep`.
+  static bool marked(const Endpoint* ep) {
+    for (const Reentry* r = top_; r != nullptr; r = r->prev_) {
+      if (r->ep_ == ep) return true;
+    }
+    return false;
+  }
+
+ private:
+  const Endpoint* ep_;
+  const Reentry* prev_;
+  static inline thread_local const Reentry* top_ = nullptr;
+};
+
+// Calls a user error handler (errhandler.cc): fn(&comm, &code); returns code.
+int call_user_errhandler(EP_Errhandler eh, EP_Comm comm, int code);
+
+// Applies error handler `eh` of communicator `comm` to a failure code: FATAL aborts,
+// RETURN returns it, a user handler is called (in this thread) and the code returned.
+// For a caller that does not hold comm's endpoint (a request's completion, a refused
+// concurrent entry).
+inline int handle(EP_Errhandler eh, EP_Comm comm, int code) {
+  if (code == EP_SUCCESS || eh == EP_ERRORS_RETURN) return code;
+  if (eh == EP_ERRORS_ARE_FATAL) {
     std::fprintf(stderr, "libep: fatal error: %s\n", ep::runtime::error_string(code).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, code);
   }
-  return code;
+  return call_user_errhandler(eh, comm, code);
 }
-inline int handle(Endpoint* ep, int code) { return handle(ep->errhandler, code); }
+// The same for a call that holds ep (Entry): the handler may call libep on it.
+inline int handle(Endpoint* ep, int code) {
+  if (code == EP_SUCCESS) return code;
+  Reentry mark(ep);
+  return handle(ep->errhandler, reinterpret_cast<EP_Comm>(ep), code);
+}
+// A request started on ep reports to ep's error handler (a reference: see
+// runtime/errhandler.h).
+inline void set_request_errhandler(Request* r, Endpoint* ep) {
+  ep::runtime::errhandler_assign(&r->errhandler, ep->errhandler);
+  r->errcomm = reinterpret_cast<EP_Comm>(ep);
+}
 
 #define EP_CHECK_INIT(call)                                                                 \
   do {                                                                                      \
@@ -132,15 +176,17 @@ class Entry {
  public:
   explicit Entry(Endpoint* ep) : ep_(ep) {
     // acquire: pairs with the release in ~Entry() of the previous user of the handle.
-    ok_ = ep_->busy.exchange(1, std::memory_order_acquire) == 0;
+    owner_ = ep_->busy.exchange(1, std::memory_order_acquire) == 0;
+    ok_ = owner_ || Reentry::marked(ep_);  // a callback of the holding call (Reentry)
   }
   ~Entry() {
-    if (ok_) ep_->busy.store(0, std::memory_order_release);  // pairs: the exchange above
+    if (owner_) ep_->busy.store(0, std::memory_order_release);  // pairs: the exchange above
   }
   bool ok() const { return ok_; }
 
  private:
   Endpoint* ep_;
+  bool owner_;
   bool ok_;
 };
 
@@ -153,10 +199,11 @@ class Entry {
   }                                                                                       \
   Entry entry_guard(ep);                                                                  \
   if (!entry_guard.ok()) {                                                                \
-    return handle(ep, fail(EP_ERR_CONCURRENT, call,                                       \
-                           "another thread is inside a call on endpoint %d of this "      \
-                           "communicator",                                                \
-                           ep->rank));                                                    \
+    return handle(ep->errhandler, (comm),                                                 \
+                  fail(EP_ERR_CONCURRENT, call,                                           \
+                       "another thread is inside a call on endpoint %d of this "          \
+                       "communicator",                                                    \
+                       ep->rank));                                                        \
   }
 
 inline int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const char* arg) {

@@ -1,6 +1,6 @@
 // env.cc - the C entry points of libep's environment: EP_Init and EP_Finalize (with the
 // collective and one-sided handlers they install and remove), the init and thread
-// queries, EP_Wtime, a communicator's error handler, EP_Error_string.
+// queries, EP_Wtime, EP_Error_string (a communicator's error handler: errhandler.cc).
 #include <cstring>
 #include <string>
 
@@ -59,24 +59,6 @@ int EP_Is_thread_main(int* flag) {
 }
 
 double EP_Wtime(void) { return MPI_Wtime(); }
-
-int EP_Comm_set_errhandler(EP_Comm comm, EP_Errhandler eh) {
-  EP_GET_COMM(ep, comm, "EP_Comm_set_errhandler");
-  if (eh != EP_ERRORS_ARE_FATAL && eh != EP_ERRORS_RETURN) {
-    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_set_errhandler",
-                           "errhandler is neither EP_ERRORS_ARE_FATAL nor EP_ERRORS_RETURN"));
-  }
-  ep->errhandler = eh;
-  return EP_SUCCESS;
-}
-
-int EP_Comm_get_errhandler(EP_Comm comm, EP_Errhandler* eh) {
-  EP_GET_COMM(ep, comm, "EP_Comm_get_errhandler");
-  if (eh == nullptr)
-    return handle(ep, fail(EP_ERR_ARG, "EP_Comm_get_errhandler", "errhandler is NULL"));
-  *eh = ep->errhandler;
-  return EP_SUCCESS;
-}
 
 int EP_Error_string(int code, char* string, int* resultlen) {
   if (string == nullptr || resultlen == nullptr) {

@@ -96,7 +96,7 @@ int send_common(const void* buf, int count, MPI_Datatype type, int dest, int tag
   err = ep::runtime::send(buf, count, type, ti, dest, tag, ep, mode,
                           request != nullptr ? &r : nullptr, call, burst);
   if (err == EP_SUCCESS && request != nullptr) {
-    if (!r->immortal) r->errhandler = ep->errhandler;  // the shared one never fails
+    if (!r->immortal) set_request_errhandler(r, ep);  // the shared one never fails
     *request = reinterpret_cast<EP_Request>(r);
   }
   return handle(ep, err);
@@ -117,7 +117,7 @@ int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_
   int err = recv_checks(ep, buf, count, type, source, tag, &ti, call);
   if (err != EP_SUCCESS) return handle(ep, err);
   Request* r = ep::runtime::post_recv(buf, count, type, ti, source, tag, ep);
-  r->errhandler = ep->errhandler;
+  set_request_errhandler(r, ep);
   *request = reinterpret_cast<EP_Request>(r);
   return EP_SUCCESS;
 }

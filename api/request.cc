@@ -107,8 +107,12 @@ int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Sta
     if (!ep::runtime::request_test(r)) continue;
     *index = i;
     *flag = 1;
-    EP_Errhandler eh = r->errhandler;
-    return handle(eh, finish(&requests[i], status, call));
+    const EP_Errhandler eh = r->errhandler;  // finish() may release r
+    const EP_Comm comm = r->errcomm;
+    ep::runtime::errhandler_ref(eh);
+    const int code = handle(eh, comm, finish(&requests[i], status, call));
+    ep::runtime::errhandler_unref(eh);
+    return code;
   }
   *index = EP_UNDEFINED;
   *flag = all_null ? 1 : 0;
@@ -158,13 +162,17 @@ int wait_request(EP_Request* request, EP_Status* status, const char* call) {
   Request* r = as_request(*request);
   if (r == nullptr) return request_error(*request, call, "request");
   ep::runtime::request_wait(r);
-  EP_Errhandler eh = r->errhandler;
+  const EP_Errhandler eh = r->errhandler;  // finish() may release r
+  const EP_Comm comm = r->errcomm;
   const bool mpi_failed = r->kind != ep::runtime::RequestKind::kGrequest && r->mpi_error != 0;
+  ep::runtime::errhandler_ref(eh);
   int err = finish(request, status, call);
   if (err == EP_ERR_TRUNCATE && !mpi_failed) {
     fail(err, call, "the message was longer than the receive buffer");
   }
-  return handle(eh, err);
+  err = handle(eh, comm, err);
+  ep::runtime::errhandler_unref(eh);
+  return err;
 }
 
 }  // namespace ep::api
@@ -189,8 +197,12 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
   if (r == nullptr) return request_error(*request, "EP_Test", "request");
   *flag = ep::runtime::request_test(r);
   if (!*flag) return EP_SUCCESS;
-  EP_Errhandler eh = r->errhandler;
-  return handle(eh, finish(request, status, "EP_Test"));
+  const EP_Errhandler eh = r->errhandler;  // finish() may release r
+  const EP_Comm comm = r->errcomm;
+  ep::runtime::errhandler_ref(eh);
+  const int code = handle(eh, comm, finish(request, status, "EP_Test"));
+  ep::runtime::errhandler_unref(eh);
+  return code;
 }
 
 int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]) {

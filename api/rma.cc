@@ -19,7 +19,9 @@ Win* as_win(EP_Win h) {
   return (plausible_handle(w) && w->magic == Win::kMagic) ? w : nullptr;
 }
 
-int handle_win(Win* w, int code) { return handle(w->errhandler, code); }
+// Windows take the predefined handlers only (EP_Win_set_errhandler): no communicator
+// handle is ever passed to a user's function.
+int handle_win(Win* w, int code) { return handle(w->errhandler, EP_COMM_NULL, code); }
 
 #define EP_GET_WIN(w, win, call)                                                     \
   EP_CHECK_INIT(call);                                                               \
@@ -172,8 +174,9 @@ int EP_Win_free(EP_Win* win) {
   {
     Entry guard(w->ep);
     if (!guard.ok()) {
-      return handle(eh, fail(EP_ERR_CONCURRENT, "EP_Win_free",
-                             "another thread is inside a call on this window's endpoint"));
+      return handle(eh, EP_COMM_NULL,
+                    fail(EP_ERR_CONCURRENT, "EP_Win_free",
+                         "another thread is inside a call on this window's endpoint"));
     }
     err = ep::rma::win_free_prepare(w, "EP_Win_free");
   }
@@ -181,7 +184,7 @@ int EP_Win_free(EP_Win* win) {
     ep::rma::win_free(w);
     *win = EP_WIN_NULL;
   }
-  return handle(eh, err);
+  return handle(eh, EP_COMM_NULL, err);
 }
 
 int EP_Win_set_errhandler(EP_Win win, EP_Errhandler errhandler) {

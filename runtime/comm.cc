@@ -4,50 +4,76 @@
 #include <cstring>
 #include <map>
 #include <new>
+#include <thread>
 #include <unordered_map>
 
 #include "runtime/error.h"
 #include "runtime/exchange.h"
 #include "runtime/p2p.h"
+#include "runtime/request.h"
 #include "runtime/runtime.h"
 
 namespace ep::runtime {
 
 // ---- CommShared / Endpoint ----------------------------------------------------------
 
+CommShared::Round& CommShared::join_round(int local_index, uint64_t* n) {
+  if (joined_.size() != local.size()) joined_.resize(local.size(), 0);
+  *n = joined_[static_cast<size_t>(local_index)]++;
+  Round& r = rounds_[*n];  // (std::map: the reference stays valid until erased)
+  return r;
+}
+
 std::shared_ptr<void> CommShared::local_round(int local_index, std::string mine,
                                               const RoundFn& fn) {
+  const int n_local = static_cast<int>(local.size());
   std::unique_lock<std::mutex> lock(mu_);
-  uint64_t gen = gen_;
-  if (contrib_.size() != local.size()) contrib_.resize(local.size());
-  contrib_[static_cast<size_t>(local_index)] = std::move(mine);
-  if (++arrived_ == static_cast<int>(local.size())) {
+  uint64_t n = 0;
+  Round& r = join_round(local_index, &n);
+  if (r.contrib.size() != local.size()) r.contrib.resize(local.size());
+  r.contrib[static_cast<size_t>(local_index)] = std::move(mine);
+  if (++r.arrived == n_local) {
     // Run fn without the lock: it communicates, and the other endpoints of this
-    // fragment are all waiting for this generation (none can start the next one).
-    std::vector<std::string> contrib = std::move(contrib_);
-    contrib_.clear();
+    // fragment wait for this round (none can leave it before its result is set).
+    std::vector<std::string> contrib = std::move(r.contrib);
     lock.unlock();
     std::shared_ptr<void> result = fn(contrib);
     lock.lock();
-    result_ = result;
-    arrived_ = 0;
-    ++gen_;
+    r.result = result;
+    r.done = true;
+    if (++r.departed == n_local) rounds_.erase(n);
     lock.unlock();
     round_done_.notify();
     return result;
   }
   lock.unlock();
-  // The others wait for the last (runtime/wait.h).  result_ stays until the next round
-  // ends, which needs this endpoint too.
+  // The others wait for the last (runtime/wait.h).  The round stays until every
+  // caller has taken its result.
   wait_until(
       round_done_,
       [&] {
         std::lock_guard<std::mutex> g(mu_);
-        return gen_ != gen;
+        return r.done;
       },
       Drive::kNo, Crowd::kYes);
   std::lock_guard<std::mutex> g(mu_);
-  return result_;
+  std::shared_ptr<void> result = r.result;
+  if (++r.departed == n_local) rounds_.erase(n);
+  return result;
+}
+
+void CommShared::local_round_async(int local_index, std::shared_ptr<void> part,
+                                   const LaunchFn& launch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t n = 0;
+  Round& r = join_round(local_index, &n);
+  if (r.parts.size() != local.size()) r.parts.resize(local.size());
+  r.parts[static_cast<size_t>(local_index)] = std::move(part);
+  if (++r.arrived < static_cast<int>(local.size())) return;
+  std::vector<std::shared_ptr<void>> parts = std::move(r.parts);
+  rounds_.erase(n);  // nobody waits for a nonblocking round
+  lock.unlock();
+  launch(parts);
 }
 
 Endpoint::Endpoint(CommShared* c, int r, int li)
@@ -342,17 +368,22 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
 
 namespace {
 
-// Dup of an intracommunicator: one new fragment per old fragment, same addresses
-// otherwise.  Returns the new fragment of ep's fragment.
+// The new fragment of a dup of intracommunicator `old` (once per fragment, by the
+// thread acting for it): one new fragment per old fragment, same addresses otherwise.
+CommShared* dup_fragment(CommShared* old, int tag) {
+  CommShared* c = begin(static_cast<int>(old->local.size()));
+  std::vector<std::string> ctxs = frag_allgather(old, tag, ctx_blob(c->ctx));
+  finish(c, readdress(old, ctxs), old->ids);
+  return c;
+}
+
+// Dup of an intracommunicator.  Returns the new fragment of ep's fragment.
 CommShared* dup_intra(Endpoint* ep) {
   CommShared* old = ep->comm;
   const int tag = hidden_tag(ep);
   std::shared_ptr<void> made =
       old->local_round(ep->local_index, std::string(), [old, tag](std::vector<std::string>&) {
-        CommShared* c = begin(static_cast<int>(old->local.size()));
-        std::vector<std::string> ctxs = frag_allgather(old, tag, ctx_blob(c->ctx));
-        finish(c, readdress(old, ctxs), old->ids);
-        return std::shared_ptr<void>(c, [](CommShared*) {});
+        return std::shared_ptr<void>(dup_fragment(old, tag), [](CommShared*) {});
       });
   return static_cast<CommShared*>(made.get());
 }
@@ -368,26 +399,32 @@ struct Halves {
   std::vector<EpAddr> haddr, daddr;
 };
 
+// The new fragments of lc's fragment for the halves being made (once per fragment, by
+// the thread acting for it): begun, and the group's addresses exchanged.
+std::shared_ptr<Halves> halves_fragment(CommShared* lc, int tag) {
+  auto hv = std::make_shared<Halves>();
+  hv->h = begin(static_cast<int>(lc->local.size()));
+  hv->d = begin(static_cast<int>(lc->local.size()));
+  BlobWriter w;
+  w.put<uint32_t>(hv->h->ctx);
+  w.put<uint32_t>(hv->d->ctx);
+  std::vector<std::string> frags = frag_allgather(lc, tag, w.take());
+  hv->haddr = hv->daddr = lc->addr;
+  for (int r = 0; r < lc->size; ++r) {
+    BlobReader rd(frags[lc->frag_of[r]]);
+    hv->haddr[r].ctx = rd.get<uint32_t>();
+    hv->daddr[r].ctx = rd.get<uint32_t>();
+  }
+  return hv;
+}
+
 // Collective over the endpoints of the intracommunicator of `lep`.
 std::shared_ptr<Halves> make_halves(Endpoint* lep) {
   CommShared* lc = lep->comm;
   const int tag = hidden_tag(lep);
   return std::static_pointer_cast<Halves>(
       lc->local_round(lep->local_index, std::string(), [lc, tag](std::vector<std::string>&) {
-        auto hv = std::make_shared<Halves>();
-        hv->h = begin(static_cast<int>(lc->local.size()));
-        hv->d = begin(static_cast<int>(lc->local.size()));
-        BlobWriter w;
-        w.put<uint32_t>(hv->h->ctx);
-        w.put<uint32_t>(hv->d->ctx);
-        std::vector<std::string> frags = frag_allgather(lc, tag, w.take());
-        hv->haddr = hv->daddr = lc->addr;
-        for (int r = 0; r < lc->size; ++r) {
-          BlobReader rd(frags[lc->frag_of[r]]);
-          hv->haddr[r].ctx = rd.get<uint32_t>();
-          hv->daddr[r].ctx = rd.get<uint32_t>();
-        }
-        return std::static_pointer_cast<void>(hv);
+        return std::static_pointer_cast<void>(halves_fragment(lc, tag));
       }));
 }
 
@@ -411,7 +448,7 @@ void complete_halves(CommShared* lc, Halves& hv, bool ok, const std::string& rem
 
 Endpoint* adopt(CommShared* c, const Endpoint* from, int local_index) {
   Endpoint* n = c->local[local_index].get();
-  n->errhandler = from->errhandler;
+  errhandler_assign(&n->errhandler, from->errhandler);
   return n;
 }
 
@@ -573,7 +610,7 @@ int comm_split(Endpoint* ep, int color, int key, Endpoint** out) {
                 m->bad_rank);
   }
   Endpoint* n = m->by_local[ep->local_index];
-  if (n != nullptr) n->errhandler = ep->errhandler;
+  if (n != nullptr) errhandler_assign(&n->errhandler, ep->errhandler);
   *out = n;
   return EP_SUCCESS;
 }
@@ -773,16 +810,142 @@ void unpublish_and_retire(CommShared* c) {
   engine().submit(cmd);
 }
 
-}  // namespace
-
-void comm_free(Endpoint* ep) {
-  CommShared* c = ep->comm;
-  ep->magic = 0;
-  // acq_rel: the last handle's release sees every other endpoint's last use.
+// Drops one handle of fragment c (a user's, or an idup's hold on its parent); the last
+// one unpublishes it and has it deleted.
+void release_handle(CommShared* c) {
+  // acq_rel: the last handle's release sees every other holder's last use.
   if (c->live_handles.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (c->local_comm != nullptr) unpublish_and_retire(c->local_comm);
   unpublish_and_retire(c);
 }
+
+}  // namespace
+
+void comm_free(Endpoint* ep) {
+  ep->magic = 0;
+  release_handle(ep->comm);
+}
+
+// ---- idup -----------------------------------------------------------------------------
+
+namespace {
+
+// The idup worker threads: one per nonblocking round of a fragment (see comm_idup).  A
+// thread is joined by the next launch after it ended, or by comm_join_workers.
+class Workers {
+ public:
+  void launch(std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reap();
+    auto w = std::make_unique<Worker>();
+    Worker* p = w.get();
+    p->thread = std::thread([p, fn = std::move(fn)] {
+      fn();
+      p->ended.store(true, std::memory_order_release);  // pairs with the acquire in reap()
+    });
+    list_.push_back(std::move(w));
+  }
+  void join_all() {
+    std::vector<std::unique_ptr<Worker>> all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      all.swap(list_);
+    }
+    for (auto& w : all) w->thread.join();
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::atomic<bool> ended{false};
+  };
+  void reap() {  // mu_ held
+    for (auto it = list_.begin(); it != list_.end();) {
+      // acquire: pairs with the release store at the end of the thread's function.
+      if ((*it)->ended.load(std::memory_order_acquire)) {
+        (*it)->thread.join();
+        it = list_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Worker>> list_;  // guarded by mu_
+};
+
+Workers& workers() {
+  static Workers* const w = new Workers;  // never deleted: used until the process ends
+  return *w;
+}
+
+// One endpoint's part of an idup round.
+struct IdupPart {
+  Request* req;
+  IdupDone done;
+};
+
+// Each local endpoint's completion, once its new handle exists in fragment c.
+void idup_complete(CommShared* old, CommShared* c,
+                   const std::vector<std::shared_ptr<void>>& parts) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    auto* p = static_cast<IdupPart*>(parts[i].get());
+    p->done(c->local[i].get());
+    request_complete(p->req);  // release: publishes what done() wrote
+    release_handle(old);       // this endpoint's hold on the parent (comm_idup)
+  }
+}
+
+// The worker's job for an intercommunicator: comm_dup's inter path for a whole fragment
+// (the group's new fragments; the fragment of rank 0 swaps the group's addresses with
+// the remote rank 0 for it; a broadcast over the group).  Tags: see comm_idup.
+void idup_inter_work(CommShared* old, const int tags[3],
+                     const std::vector<std::shared_ptr<void>>& parts) {
+  CommShared* ld = old->local_comm;
+  std::shared_ptr<Halves> hv = halves_fragment(ld, tags[1]);
+  std::string remote;
+  if (ld->my_frag == 0) {  // this fragment holds rank 0 (fragments ascend by rank)
+    Endpoint* e0 = old->local[old->addr[0].local].get();
+    remote = sendrecv_hidden(e0, 0, tags[0], write_group(hv->haddr, ld->ids), 0, tags[0]);
+  }
+  complete_halves(ld, *hv, true, frag_bcast(ld, tags[2], 0, std::move(remote)));
+  idup_complete(old, hv->h, parts);
+}
+
+}  // namespace
+
+void comm_idup(Endpoint* ep, Request* r, IdupDone done) {
+  CommShared* old = ep->comm;
+  // The parent stays published until the worker is done with it, even if the user
+  // frees every handle meanwhile.  relaxed: the caller holds a handle (the count
+  // cannot reach 0 meanwhile).
+  old->live_handles.fetch_add(1, std::memory_order_relaxed);
+  auto part = std::make_shared<IdupPart>(IdupPart{r, std::move(done)});
+  if (!old->inter) {
+    const int tag = hidden_tag(ep);
+    old->local_round_async(ep->local_index, std::move(part),
+                           [old, tag](std::vector<std::shared_ptr<void>>& parts) {
+                             workers().launch([old, tag, parts = std::move(parts)] {
+                               idup_complete(old, dup_fragment(old, tag), parts);
+                             });
+                           });
+    return;
+  }
+  // Intercommunicator: the tags comm_dup takes (the intercommunicator's, then two of
+  // the hidden local_comm's); the round is the local_comm's.
+  Endpoint* lep = local_side(ep);
+  const int t0 = hidden_tag(ep), t1 = hidden_tag(lep), t2 = hidden_tag(lep);
+  old->local_comm->local_round_async(
+      lep->local_index, std::move(part),
+      [old, t0, t1, t2](std::vector<std::shared_ptr<void>>& parts) {
+        workers().launch([old, t0, t1, t2, parts = std::move(parts)] {
+          const int tags[3] = {t0, t1, t2};
+          idup_inter_work(old, tags, parts);
+        });
+      });
+}
+
+void comm_join_workers() { workers().join_all(); }
 
 int comm_compare(Endpoint* a, Endpoint* b) {
   const CommShared* x = a->comm;

@@ -38,7 +38,10 @@
 // (atomic) and the creation rendezvous (`mu_`).  An Endpoint is used by one thread at
 // a time (enforced by `busy`); its matcher is concurrent (matching.h).  Inside
 // local_round() the thread that runs `fn` may act for the fragment's leader endpoint
-// (local[0]) while its own thread is blocked in the same local_round.
+// (local[0]) while its own thread is blocked in the same local_round.  A nonblocking
+// round (local_round_async: EP_Comm_idup) is carried by a worker thread of libep
+// (comm_idup), which acts for the fragment's endpoints the same way while their own
+// threads go on.
 //
 // Memory ordering: ContextTable::publish stores with release and lookup loads with
 // acquire, so the progress thread sees a fully built CommShared.  Endpoint::busy is
@@ -52,6 +55,7 @@
 #include <concurrentqueue/concurrentqueue.h>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -60,6 +64,7 @@
 
 #include "base/types.h"
 #include "progress/engine.h"
+#include "runtime/errhandler.h"
 #include "runtime/matching.h"
 #include "runtime/wait.h"
 
@@ -78,6 +83,7 @@ struct Identity {
 };
 
 class Endpoint;
+struct Request;
 
 class CommShared {
  public:
@@ -130,19 +136,35 @@ class CommShared {
   const EpAddr& peer(int r) const { return inter ? remote_addr[r] : addr[r]; }
   int peer_size() const { return inter ? remote_size : size; }
 
-  // Every endpoint of this fragment calls this once per round, in the same order,
-  // with its contribution; the last to arrive runs fn(contributions by local index)
-  // and every caller returns fn's result.
+  // Rounds: every endpoint of this fragment joins rounds in the same order; its n-th
+  // call of local_round or local_round_async joins round n (so a nonblocking round and
+  // later blocking ones never mix).
+  //
+  // Blocking: joins with `mine`; the last to arrive runs fn(contributions by local
+  // index) and every caller returns fn's result.
   using RoundFn = std::function<std::shared_ptr<void>(std::vector<std::string>&)>;
   std::shared_ptr<void> local_round(int local_index, std::string mine, const RoundFn& fn);
+  // Nonblocking: joins with `part` and returns at once; the last to arrive calls
+  // launch(parts by local index), which must not wait for other endpoints (it hands
+  // the round's work to another thread).
+  using LaunchFn = std::function<void(std::vector<std::shared_ptr<void>>&)>;
+  void local_round_async(int local_index, std::shared_ptr<void> part, const LaunchFn& launch);
 
  private:
+  struct Round {
+    int arrived = 0;
+    int departed = 0;  // blocking callers that took the result
+    bool done = false;
+    std::vector<std::string> contrib;
+    std::vector<std::shared_ptr<void>> parts;
+    std::shared_ptr<void> result;
+  };
+  // The round `local_index` joins next (mu_ held).
+  Round& join_round(int local_index, uint64_t* n);
   std::mutex mu_;
-  Event round_done_;                   // notified when gen_ advances
-  int arrived_ = 0;                    // guarded by mu_
-  uint64_t gen_ = 0;                   // guarded by mu_
-  std::vector<std::string> contrib_;   // guarded by mu_
-  std::shared_ptr<void> result_;       // guarded by mu_
+  Event round_done_;                  // notified when a round's result is ready
+  std::map<uint64_t, Round> rounds_;  // guarded by mu_; rounds not yet left by all
+  std::vector<uint64_t> joined_;      // guarded by mu_; rounds joined, by local index
 };
 
 // Holds a fragment's shadow endpoints (CommShared::coll) for one thread.
@@ -165,7 +187,11 @@ class Endpoint {
  public:
   static constexpr uint32_t kMagic = 0xe9c0ffee;
   Endpoint(CommShared* comm, int rank, int local_index);
-  ~Endpoint() { outbox->unref(); }
+  ~Endpoint() {
+    outbox->unref();
+    errhandler_unref(errhandler);
+    if (attrs_free != nullptr) attrs_free(attrs);
+  }
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
@@ -176,7 +202,7 @@ class Endpoint {
   int proc_local_rank = 0;  // among this comm's ranks in this process (all fragments)
   std::string name;         // EP_Comm_set_name; this handle's own (written by its user only)
   uint32_t coll_seq = 0;    // collectives started on this endpoint (hidden tags)
-  Errhandler errhandler = errors_are_fatal();
+  Errhandler errhandler = errors_are_fatal();  // holds a reference (runtime/errhandler.h)
   Matcher matcher;
   // Notified when an arrival becomes unexpected: what a blocking probe sleeps on.
   Event arrivals;
@@ -191,6 +217,12 @@ class Endpoint {
   // Small packets to other processes wait here for the engine (progress/outbox.h);
   // the endpoint holds one reference.
   progress::Outbox* outbox = new progress::Outbox;
+
+  // Attribute caching (api/attr.h): this handle's attribute values, owned by the api
+  // layer, used by the endpoint's own thread only; attrs_free (set with attrs) frees
+  // them if the endpoint is deleted with them (EP_Finalize), without callbacks.
+  void* attrs = nullptr;
+  void (*attrs_free)(void*) = nullptr;
 
   moodycamel::ProducerToken& token_for(Endpoint* dest);
 };
@@ -239,6 +271,20 @@ struct Group {
 int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]);
 // Collective over the endpoints of ep's communicator (intra or inter).
 int comm_dup(Endpoint* ep, Endpoint** out);
+// What an idup does for one endpoint once the new communicator exists: `made` is that
+// endpoint's new handle (runs on the idup's worker thread, before its request
+// completes; the endpoint's own thread may be anywhere meanwhile).
+using IdupDone = std::function<void(Endpoint* made)>;
+// Nonblocking dup (intra or inter), collective over the endpoints of ep's communicator:
+// joins the fragment's next round (an intercommunicator's: its local_comm's) and
+// returns at once.  The last local endpoint to join hands
+// the creation to a worker thread, which calls each endpoint's `done` and completes
+// its request `r` (a pending kColl request, of a user handle or not).  Takes the hidden
+// tag in the calling thread, so idups match in the order each endpoint started its
+// collectives; the parent stays alive until the worker is done with it.
+void comm_idup(Endpoint* ep, Request* r, IdupDone done);
+// Waits for the idup workers to end (EP_Finalize, before the engine stops).
+void comm_join_workers();
 // Collective over ep's (intra)communicator; *out is nullptr for EP_UNDEFINED.
 int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
 // Collective over local_comm; `peer` and `remote_leader` matter at the local leader.

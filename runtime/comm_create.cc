@@ -29,6 +29,7 @@
 #include "runtime/comm.h"
 #include "runtime/exchange.h"
 #include "runtime/runtime.h"
+#include "runtime/errhandler.h"
 
 namespace ep::runtime {
 namespace {
@@ -144,7 +145,7 @@ int comm_create_group(Endpoint* ep, const std::vector<Identity>& members, int ta
     c = rd.get<CommShared*>();
   }
   Endpoint* n = c->local[static_cast<size_t>(p.local[gr])].get();
-  n->errhandler = ep->errhandler;
+  errhandler_assign(&n->errhandler, ep->errhandler);
   *out = n;
   return EP_SUCCESS;
 }

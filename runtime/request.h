@@ -72,6 +72,7 @@
 #include "progress/engine.h"
 #include "progress/fast_tls.h"
 #include "runtime/datatype.h"
+#include "runtime/errhandler.h"
 #include "runtime/wait.h"
 
 namespace ep::runtime {
@@ -159,7 +160,10 @@ struct alignas(64) Request final : progress::Completion {
   // completion would pull it back from the matcher's core once more.
   bool inline_taken = false;
   Endpoint* owner = nullptr;                    // the receiving endpoint (for cancel)
-  Errhandler errhandler = errors_return();  // of the communicator that started it
+  // The error handler of the communicator that started it (a reference: see
+  // runtime/errhandler.h) and that communicator's handle, for a user handler's call.
+  Errhandler errhandler = errors_return();
+  CommHandle errcomm = nullptr;
   // Receive description (kRecv): the general delivery path reads these.
   void* buf = nullptr;
   int count = 0;
@@ -183,6 +187,8 @@ struct alignas(64) Request final : progress::Completion {
   // An MPI call of this request's transfer failed (on_complete): its error and name.
   int mpi_error = MPI_SUCCESS;
   progress::MpiCall mpi_call = progress::MpiCall::kSendData;
+
+  ~Request() { errhandler_unref(errhandler); }
 
   // progress::Completion: an MPI transfer of this request finished (progress thread).
   void on_complete(const MPI_Status& status, int mpi_error, progress::MpiCall call) override;

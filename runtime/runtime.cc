@@ -200,6 +200,7 @@ int runtime_init() {
 
 int runtime_finalize() {
   Runtime* rt = runtime();
+  comm_join_workers();  // an idup's worker may still be leaving (its requests completed)
   // Every process has finished its own communication when it gets here; the
   // barrier makes sure no peer still sends to us before the engine stops.
   MPI_Request barrier = MPI_REQUEST_NULL;

@@ -92,6 +92,10 @@ enum class K {
   kWinSize,
   kDispUnit,
   kKeyval,       // a window attribute keyval
+  kCommKeyval,   // a communicator keyval that may be read (EP_TAG_UB allowed)
+  kUserKeyval,   // a communicator keyval that is set or deleted (EP_TAG_UB refused)
+  kKeyvalPtr,    // an int* holding a keyval to free
+  kErrhPtr,      // an EP_Errhandler* holding a handler to free
   kMpiComm,      // an MPI_Comm parent
   kNumEp,
   kCode,         // an error code
@@ -172,6 +176,12 @@ struct Ctx {
   // Values behind the pointer kinds' bad values.
   EP_Message null_msg = EP_MESSAGE_NULL, comm_msg = EP_MESSAGE_NULL;
   EP_Request bad_reqs[2] = {EP_REQUEST_NULL, EP_REQUEST_NULL};
+  // Keyvals and error handlers (issue 31): a live keyval, a freed one, and the values
+  // behind the pointer kinds' bad values.
+  int keyval = EP_KEYVAL_INVALID, freed_keyval = EP_KEYVAL_INVALID;
+  int invalid_keyval = EP_KEYVAL_INVALID, tag_ub_keyval = EP_TAG_UB;
+  EP_Errhandler null_eh = EP_ERRHANDLER_NULL, junk_eh = reinterpret_cast<EP_Errhandler>(99),
+                comm_eh = EP_ERRHANDLER_NULL;
 
   const int* s() const { return sbuf.data(); }
   int* r() { return rbuf.data(); }
@@ -352,6 +362,26 @@ std::vector<Bad> bads(K k, Ctx& c, const Comm& cm) {
       v.push_back(ival(-12345, EP_ERR_ARG, "keyval -12345"));
       v.push_back(ival(MPI_TAG_UB, EP_ERR_ARG, "MPI_TAG_UB (a communicator keyval)"));
       break;
+    case K::kCommKeyval:
+    case K::kUserKeyval:
+      v.push_back(ival(-12345, EP_ERR_ARG, "keyval -12345"));
+      v.push_back(ival(EP_KEYVAL_INVALID, EP_ERR_ARG, "EP_KEYVAL_INVALID"));
+      v.push_back(ival(c.freed_keyval, EP_ERR_ARG, "a freed keyval"));
+      v.push_back(ival(EP_WIN_BASE, EP_ERR_ARG, "EP_WIN_BASE (a window keyval)"));
+      if (k == K::kUserKeyval) v.push_back(ival(EP_TAG_UB, EP_ERR_ARG, "EP_TAG_UB (predefined)"));
+      break;
+    case K::kKeyvalPtr:
+      v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
+      v.push_back(pval(&c.invalid_keyval, EP_ERR_ARG, "a pointer to EP_KEYVAL_INVALID"));
+      v.push_back(pval(&c.tag_ub_keyval, EP_ERR_ARG, "a pointer to EP_TAG_UB"));
+      v.push_back(pval(&c.freed_keyval, EP_ERR_ARG, "a pointer to a freed keyval"));
+      break;
+    case K::kErrhPtr:
+      v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
+      v.push_back(pval(&c.null_eh, EP_ERR_ARG, "a pointer to EP_ERRHANDLER_NULL"));
+      v.push_back(pval(&c.junk_eh, EP_ERR_ARG, "a pointer to (EP_Errhandler)99"));
+      v.push_back(pval(&c.comm_eh, EP_ERR_ARG, "a pointer to a communicator handle"));
+      break;
     case K::kMpiComm: {
       Bad b;
       b.c = MPI_COMM_NULL;
@@ -418,7 +448,9 @@ bool int_kind(K k) {
     case K::kDest: case K::kSource: case K::kSendTag: case K::kRecvTag: case K::kCount:
     case K::kLen: case K::kRoot: case K::kTarget: case K::kLockType: case K::kFenceAssert:
     case K::kLockAssert: case K::kDispUnit: case K::kKeyval: case K::kNumEp: case K::kCode:
-    case K::kColor: case K::kSplitType: case K::kLeader: case K::kRemoteLeader: case K::kIcTag: case K::kMaxsize:
+    case K::kCommKeyval: case K::kUserKeyval:
+    case K::kColor: case K::kSplitType: case K::kLeader: case K::kRemoteLeader: case K::kIcTag:
+    case K::kMaxsize:
     case K::kTeamsize: case K::kBsendSize:
       return true;
     default:
@@ -491,6 +523,7 @@ bool A::is(int slot, bool integer, K k1, K k2) {
 int noop_query(void*, EP_Status*) { return EP_SUCCESS; }
 int noop_free(void*) { return EP_SUCCESS; }
 int noop_cancel(void*, int) { return EP_SUCCESS; }
+void noop_errhandler(EP_Comm*, int*, ...) {}
 
 // A complete generalized request (a good request for the Wait/Test family).
 EP_Request done_request() {
@@ -987,6 +1020,47 @@ const std::vector<Entry>& table() {
       {"EP_Comm_get_name", Mode::kLocal, {{K::kComm}, {K::kOut}, {K::kOut}},
        FN(char s[EP_MAX_OBJECT_NAME]; int len;
           return EP_Comm_get_name(a.p(0, m.h), a.p(1, s), a.p(2, &len));)},
+      // ---- issue 31: attributes, error handlers, idup
+      {"EP_Comm_create_keyval", Mode::kLocal, {{K::kOut}},
+       FN(int kv = EP_KEYVAL_INVALID;
+          const int rc = EP_Comm_create_keyval(EP_COMM_DUP_FN, EP_COMM_NULL_DELETE_FN,
+                                               a.p(0, &kv), nullptr);
+          if (rc == EP_SUCCESS) EP_Comm_free_keyval(&kv);
+          return rc;)},
+      {"EP_Comm_free_keyval", Mode::kLocal, {{K::kKeyvalPtr}},
+       FN(int kv = EP_KEYVAL_INVALID;
+          EP_Comm_create_keyval(EP_COMM_DUP_FN, EP_COMM_NULL_DELETE_FN, &kv, nullptr);
+          const int rc = EP_Comm_free_keyval(a.p(0, &kv));
+          if (rc != EP_SUCCESS) EP_Comm_free_keyval(&kv);
+          return rc;)},
+      {"EP_Comm_set_attr", Mode::kLocal, {{K::kComm}, {K::kUserKeyval}},
+       FN(return EP_Comm_set_attr(a.p(0, m.h), a.i(1, c.keyval), nullptr);)},
+      {"EP_Comm_get_attr", Mode::kLocal, {{K::kComm}, {K::kCommKeyval}, {K::kOut}, {K::kOut}},
+       FN(void* v; int f;
+          return EP_Comm_get_attr(a.p(0, m.h), a.i(1, c.keyval), a.p(2, &v), a.p(3, &f));)},
+      {"EP_Comm_delete_attr", Mode::kLocal, {{K::kComm}, {K::kUserKeyval}},
+       FN(return EP_Comm_delete_attr(a.p(0, m.h), a.i(1, c.keyval));)},
+      {"EP_Comm_create_errhandler", Mode::kLocal, {{K::kFn}, {K::kOut}},
+       FN(EP_Errhandler e = EP_ERRHANDLER_NULL;
+          const int rc = EP_Comm_create_errhandler(a.p(0, &noop_errhandler), a.p(1, &e));
+          if (rc == EP_SUCCESS) EP_Errhandler_free(&e);
+          return rc;)},
+      {"EP_Comm_call_errhandler", Mode::kLocal, {{K::kComm}},
+       FN(return EP_Comm_call_errhandler(a.p(0, m.h), EP_ERR_OTHER);)},
+      {"EP_Errhandler_free", Mode::kLocal, {{K::kErrhPtr}},
+       FN(EP_Errhandler e = EP_ERRHANDLER_NULL;
+          EP_Comm_create_errhandler(noop_errhandler, &e);
+          const int rc = EP_Errhandler_free(a.p(0, &e));
+          if (rc != EP_SUCCESS) EP_Errhandler_free(&e);
+          return rc;)},
+      {"EP_Comm_idup", Mode::kColl, {{K::kComm}, {K::kOut}, {K::kOut}},
+       FN(EP_Comm d = EP_COMM_NULL; EP_Request r = EP_REQUEST_NULL;
+          const int rc = EP_Comm_idup(a.p(0, m.h), a.p(1, &d), a.p(2, &r));
+          if (rc == EP_SUCCESS) {
+            EP_Wait(&r, EP_STATUS_IGNORE);
+            EP_Comm_free(&d);
+          }
+          return rc;)},
   };
   return t;
 }
@@ -1113,6 +1187,16 @@ void fuzz_endpoint(EP_Comm world, int index, uint64_t seed, int rounds, MPI_Comm
   c.comm_msg = reinterpret_cast<EP_Message>(world);
   c.bad_reqs[0] = c.send_req;
   c.bad_reqs[1] = reinterpret_cast<EP_Request>(world);
+  ASSERT_EQ(EP_Comm_create_keyval(EP_COMM_DUP_FN, EP_COMM_NULL_DELETE_FN, &c.keyval, nullptr),
+            EP_SUCCESS);
+  ASSERT_EQ(EP_Comm_create_keyval(EP_COMM_DUP_FN, EP_COMM_NULL_DELETE_FN, &c.freed_keyval,
+                                  nullptr),
+            EP_SUCCESS);
+  {
+    int k = c.freed_keyval;
+    ASSERT_EQ(EP_Comm_free_keyval(&k), EP_SUCCESS);
+  }
+  c.comm_eh = reinterpret_cast<EP_Errhandler>(world);
   const size_t len = static_cast<size_t>(4 * c.world.size + 16);
   c.sbuf.resize(len);
   for (size_t i = 0; i < len; ++i) c.sbuf[i] = static_cast<int>(i) + 1;
@@ -1183,6 +1267,7 @@ void fuzz_endpoint(EP_Comm world, int index, uint64_t seed, int rounds, MPI_Comm
   EXPECT_EQ(EP_Group_free(&c.group), EP_SUCCESS);
   EXPECT_EQ(EP_Comm_free(&c.inter), EP_SUCCESS);
   EXPECT_EQ(EP_Comm_free(&self), EP_SUCCESS);
+  EXPECT_EQ(EP_Comm_free_keyval(&c.keyval), EP_SUCCESS);
 }
 
 TEST(Fuzz, EveryFunctionRefusesEveryBadArgumentAndTrafficStaysExact) {
