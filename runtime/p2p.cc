@@ -327,6 +327,30 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
   return r;
 }
 
+Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int peer,
+                        int tag, Endpoint* ep, int send_mode) {
+  Request* p = request_new(RequestKind::kPersistent, /*user_handle=*/true);
+  // Never waited on itself (the family waits on p->active); complete, so that a wait that
+  // reached it anyway would return at once.  relaxed: not yet shared.
+  p->state.store(Request::kComplete, std::memory_order_relaxed);
+  p->owner = ep;
+  p->errhandler = ep->errhandler;
+  p->buf = buf;
+  p->count = count;
+  p->type = type;
+  p->ti = ti;
+  p->peer = peer;
+  p->peer_tag = tag;
+  p->send_mode = static_cast<int8_t>(send_mode);
+  return p;
+}
+
+void persistent_free(Request* p) {
+  if (p->active != nullptr) request_unref(p->active);  // the operation keeps its own hold
+  p->active = nullptr;
+  request_recycle(p);
+}
+
 bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {
   if (ep->comm->multi_process) engine().try_progress();  // fetch what MPI holds
   MatchOp op;
