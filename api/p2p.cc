@@ -180,8 +180,8 @@ struct RequestName {
 
 // EP_Startall's mark on the requests it has checked (see there): no request's address.
 Request* listed_mark() {
-  alignas(64) static char mark[sizeof(Request)];
-  return reinterpret_cast<Request*>(mark);
+  alignas(alignof(Request)) static char mark;  // never dereferenced as a Request
+  return reinterpret_cast<Request*>(&mark);
 }
 
 // Starts a checked, inactive persistent request on its endpoint's thread: the entry
@@ -190,9 +190,9 @@ Request* listed_mark() {
   Endpoint* ep = p->owner;
   Entry guard(ep);
   if (!guard.ok()) {
-    return handle(ep, fail(EP_ERR_CONCURRENT, call,
-                           "another thread is inside a call on endpoint %d of this communicator",
-                           ep->rank));
+    return handle(
+        ep, fail(EP_ERR_CONCURRENT, call,
+                 "another thread is inside a call on endpoint %d of this communicator", ep->rank));
   }
   const int err = ep::runtime::persistent_start(p, call);
   return err == EP_SUCCESS ? err : handle(ep, err);

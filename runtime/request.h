@@ -186,8 +186,8 @@ struct alignas(64) Request final : progress::Completion {
   // described by owner, buf, count, type, ti and these.  `active` is the request of the
   // current start (nullptr while inactive); only the handle's user reads or writes it.
   Request* active = nullptr;
-  int peer = 0;       // dest of a send, source of a receive
-  int peer_tag = 0;   // the send's or receive's tag
+  int peer = 0;           // dest of a send, source of a receive
+  int peer_tag = 0;       // the send's or receive's tag
   int8_t send_mode = -1;  // the SendMode of a send (p2p.h); -1 for a receive
 
   // An MPI call of this request's transfer failed (on_complete): its error and name.

@@ -90,20 +90,28 @@ void expect_empty(const EP_Status& st, const std::string& where) {
 enum class Mode { kStandard, kBuffered, kSynchronous, kReady };
 const char* mode_name(Mode m) {
   switch (m) {
-    case Mode::kStandard: return "Send_init";
-    case Mode::kBuffered: return "Bsend_init";
-    case Mode::kSynchronous: return "Ssend_init";
-    case Mode::kReady: return "Rsend_init";
+    case Mode::kStandard:
+      return "Send_init";
+    case Mode::kBuffered:
+      return "Bsend_init";
+    case Mode::kSynchronous:
+      return "Ssend_init";
+    case Mode::kReady:
+      return "Rsend_init";
   }
   return "?";
 }
 int send_init(Mode m, const void* buf, int count, MPI_Datatype t, int dest, int tag, EP_Comm comm,
               EP_Request* r) {
   switch (m) {
-    case Mode::kStandard: return EP_Send_init(buf, count, t, dest, tag, comm, r);
-    case Mode::kBuffered: return EP_Bsend_init(buf, count, t, dest, tag, comm, r);
-    case Mode::kSynchronous: return EP_Ssend_init(buf, count, t, dest, tag, comm, r);
-    case Mode::kReady: return EP_Rsend_init(buf, count, t, dest, tag, comm, r);
+    case Mode::kStandard:
+      return EP_Send_init(buf, count, t, dest, tag, comm, r);
+    case Mode::kBuffered:
+      return EP_Bsend_init(buf, count, t, dest, tag, comm, r);
+    case Mode::kSynchronous:
+      return EP_Ssend_init(buf, count, t, dest, tag, comm, r);
+    case Mode::kReady:
+      return EP_Rsend_init(buf, count, t, dest, tag, comm, r);
   }
   return -1;
 }
@@ -113,8 +121,7 @@ int send_init(Mode m, const void* buf, int count, MPI_Datatype t, int dest, int 
 // started before a go-ahead message, so that Rsend_init's ready mode is legal.
 void restart_rounds(EP_Comm comm, const Pair& p, Mode mode, int n, int rounds) {
   const int me = rank_of(comm);
-  const std::string where = std::string(p.what) + " " + mode_name(mode) + " n=" +
-                            std::to_string(n);
+  const std::string where = std::string(p.what) + " " + mode_name(mode) + " n=" + std::to_string(n);
   std::vector<int> buf(static_cast<size_t>(n), -1);
   char go = 0;
   if (me == p.a) {
@@ -499,8 +506,7 @@ TEST(Persistent, RequestFreeOfInactiveAndActiveRequests) {
         if (!rendezvous_only()) {
           EXPECT_EQ(first, 1) << p.what << ": into its buffer";
         }
-        ASSERT_EQ(EP_Recv(large.data(), big, MPI_INT, p.a, 32, comm, EP_STATUS_IGNORE),
-                  EP_SUCCESS);
+        ASSERT_EQ(EP_Recv(large.data(), big, MPI_INT, p.a, 32, comm, EP_STATUS_IGNORE), EP_SUCCESS);
         for (int i = 0; i < big; i += 997) ASSERT_EQ(large[static_cast<size_t>(i)], i) << p.what;
         EXPECT_EQ(large[big - 1], big - 1);
       } else if (me == p.a) {
@@ -676,22 +682,29 @@ TEST(Persistent, InitArgumentErrorsMatchIsendAndIrecv) {
       bool null_request;
     };
     const std::vector<Case> sends = {
-        {buf, -1, MPI_INT, 0, 1, comm, false},          {buf, 1, MPI_DATATYPE_NULL, 0, 1, comm, false},
-        {nullptr, 1, MPI_INT, 0, 1, comm, false},       {EP_IN_PLACE, 1, MPI_INT, 0, 1, comm, false},
-        {buf, 1, MPI_INT, size, 1, comm, false},        {buf, 1, MPI_INT, EP_ANY_SOURCE, 1, comm, false},
-        {buf, 1, MPI_INT, -7, 1, comm, false},          {buf, 1, MPI_INT, 0, EP_ANY_TAG, comm, false},
-        {buf, 1, MPI_INT, 0, -5, comm, false},          {buf, 1, MPI_INT, 0, ub + 1, comm, false},
-        {buf, 1, MPI_INT, 0, 1, EP_COMM_NULL, false},   {buf, 1, MPI_INT, 0, 1, comm, true},
+        {buf, -1, MPI_INT, 0, 1, comm, false},
+        {buf, 1, MPI_DATATYPE_NULL, 0, 1, comm, false},
+        {nullptr, 1, MPI_INT, 0, 1, comm, false},
+        {EP_IN_PLACE, 1, MPI_INT, 0, 1, comm, false},
+        {buf, 1, MPI_INT, size, 1, comm, false},
+        {buf, 1, MPI_INT, EP_ANY_SOURCE, 1, comm, false},
+        {buf, 1, MPI_INT, -7, 1, comm, false},
+        {buf, 1, MPI_INT, 0, EP_ANY_TAG, comm, false},
+        {buf, 1, MPI_INT, 0, -5, comm, false},
+        {buf, 1, MPI_INT, 0, ub + 1, comm, false},
+        {buf, 1, MPI_INT, 0, 1, EP_COMM_NULL, false},
+        {buf, 1, MPI_INT, 0, 1, comm, true},
     };
     using SendFn = int (*)(const void*, int, MPI_Datatype, int, int, EP_Comm, EP_Request*);
-    const std::vector<std::pair<SendFn, std::string>> inits = {
-        {EP_Send_init, "EP_Send_init"}, {EP_Bsend_init, "EP_Bsend_init"},
-        {EP_Ssend_init, "EP_Ssend_init"}, {EP_Rsend_init, "EP_Rsend_init"}};
+    const std::vector<std::pair<SendFn, std::string>> inits = {{EP_Send_init, "EP_Send_init"},
+                                                               {EP_Bsend_init, "EP_Bsend_init"},
+                                                               {EP_Ssend_init, "EP_Ssend_init"},
+                                                               {EP_Rsend_init, "EP_Rsend_init"}};
     for (size_t k = 0; k < sends.size(); ++k) {
       const Case& c = sends[k];
       EP_Request iso = EP_REQUEST_NULL;
-      const int want = EP_Isend(c.buf, c.count, c.type, c.peer, c.tag, c.comm,
-                                c.null_request ? nullptr : &iso);
+      const int want =
+          EP_Isend(c.buf, c.count, c.type, c.peer, c.tag, c.comm, c.null_request ? nullptr : &iso);
       ASSERT_NE(want, EP_SUCCESS) << "case " << k;
       for (const auto& [fn, name] : inits) {
         EP_Request r = reinterpret_cast<EP_Request>(&buf[3]);  // a sentinel: left alone
@@ -703,10 +716,10 @@ TEST(Persistent, InitArgumentErrorsMatchIsendAndIrecv) {
       }
     }
     const std::vector<Case> recvs = {
-        {buf, -1, MPI_INT, 0, 1, comm, false},        {buf, 1, MPI_DATATYPE_NULL, 0, 1, comm, false},
-        {nullptr, 1, MPI_INT, 0, 1, comm, false},     {buf, 1, MPI_INT, size, 1, comm, false},
-        {buf, 1, MPI_INT, -7, 1, comm, false},        {buf, 1, MPI_INT, 0, -5, comm, false},
-        {buf, 1, MPI_INT, 0, ub + 1, comm, false},    {buf, 1, MPI_INT, 0, 1, EP_COMM_NULL, false},
+        {buf, -1, MPI_INT, 0, 1, comm, false},     {buf, 1, MPI_DATATYPE_NULL, 0, 1, comm, false},
+        {nullptr, 1, MPI_INT, 0, 1, comm, false},  {buf, 1, MPI_INT, size, 1, comm, false},
+        {buf, 1, MPI_INT, -7, 1, comm, false},     {buf, 1, MPI_INT, 0, -5, comm, false},
+        {buf, 1, MPI_INT, 0, ub + 1, comm, false}, {buf, 1, MPI_INT, 0, 1, EP_COMM_NULL, false},
         {buf, 1, MPI_INT, 0, 1, comm, true},
     };
     for (size_t k = 0; k < recvs.size(); ++k) {
@@ -717,9 +730,9 @@ TEST(Persistent, InitArgumentErrorsMatchIsendAndIrecv) {
           EP_Irecv(b, c.count, c.type, c.peer, c.tag, c.comm, c.null_request ? nullptr : &iro);
       ASSERT_NE(want, EP_SUCCESS) << "case " << k;
       EP_Request r = reinterpret_cast<EP_Request>(&buf[3]);
-      EXPECT_EQ(EP_Recv_init(b, c.count, c.type, c.peer, c.tag, c.comm,
-                             c.null_request ? nullptr : &r),
-                want)
+      EXPECT_EQ(
+          EP_Recv_init(b, c.count, c.type, c.peer, c.tag, c.comm, c.null_request ? nullptr : &r),
+          want)
           << "EP_Recv_init case " << k;
       EXPECT_NE(last_error(want).find("EP_Recv_init:"), std::string::npos) << last_error(want);
       EXPECT_EQ(r, reinterpret_cast<EP_Request>(&buf[3]));
