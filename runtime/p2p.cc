@@ -339,8 +339,8 @@ Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo&
   p->count = count;
   p->type = type;
   p->ti = ti;
-  p->peer = peer;
-  p->peer_tag = tag;
+  p->op.source = peer;  // (its op is never posted: see Request::active)
+  p->op.tag = tag;
   p->send_mode = static_cast<int8_t>(send_mode);
   return p;
 }

@@ -86,9 +86,9 @@ Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo&
   Endpoint* ep = p->owner;
   Request* r = nullptr;
   if (p->send_mode < 0) {
-    r = post_recv(p->buf, p->count, p->type, p->ti, p->peer, p->peer_tag, ep);
+    r = post_recv(p->buf, p->count, p->type, p->ti, p->op.source, p->op.tag, ep);
   } else {
-    const int err = send(p->buf, p->count, p->type, p->ti, p->peer, p->peer_tag, ep,
+    const int err = send(p->buf, p->count, p->type, p->ti, p->op.source, p->op.tag, ep,
                          static_cast<SendMode>(p->send_mode), &r, call, /*burst=*/true);
     if (err != EP_SUCCESS) return err;
   }

@@ -182,17 +182,18 @@ struct alignas(64) Request final : progress::Completion {
   GreqCancelFn* cancel_fn = nullptr;
   void* extra_state = nullptr;
   std::atomic<uint32_t> greq_flags{0};
-  // kPersistent (runtime/p2p.h, "Persistent requests"): a start repeats the operation
-  // described by owner, buf, count, type, ti and these.  `active` is the request of the
-  // current start (nullptr while inactive); only the handle's user reads or writes it.
-  Request* active = nullptr;
-  int peer = 0;           // dest of a send, source of a receive
-  int peer_tag = 0;       // the send's or receive's tag
-  int8_t send_mode = -1;  // the SendMode of a send (p2p.h); -1 for a receive
 
   // An MPI call of this request's transfer failed (on_complete): its error and name.
   int mpi_error = MPI_SUCCESS;
   progress::MpiCall mpi_call = progress::MpiCall::kSendData;
+
+  // kPersistent (runtime/p2p.h, "Persistent requests"): a start repeats the operation
+  // described by owner, buf, count, type, ti, op.source (the dest of a send), op.tag (the
+  // persistent request's op is never posted) and send_mode.  `active` is the request of
+  // the current start (nullptr while inactive); only the handle's user reads or writes
+  // it.  (op's fields serve again so that these fit the tail of the last cache line.)
+  int8_t send_mode = -1;  // the SendMode of a send (p2p.h); -1 for a receive
+  Request* active = nullptr;
 
   // progress::Completion: an MPI transfer of this request finished (progress thread).
   void on_complete(const MPI_Status& status, int mpi_error, progress::MpiCall call) override;

@@ -527,6 +527,53 @@ TEST(Persistent, RequestFreeOfInactiveAndActiveRequests) {
   });
 }
 
+// A receive too small for its message: the wait reports EP_ERR_TRUNCATE with the prefix
+// delivered (eager, and a rendezvous whose payload is drained); the request stays,
+// inactive, and receives the next message normally.
+TEST(Persistent, TruncatedReceiveReportsAndStaysUsable) {
+  run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
+    for (Pair p : pairs(size_of(comm))) {
+      const int me = rank_of(comm);
+      for (int n : {2, 64 * 1024}) {
+        std::vector<int> buf(static_cast<size_t>(n), -1);
+        char go = 0;
+        if (me == p.b) {
+          EP_Request r = EP_REQUEST_NULL;
+          ASSERT_EQ(EP_Recv_init(buf.data(), n / 2, MPI_INT, p.a, 70, comm, &r), EP_SUCCESS);
+          ASSERT_EQ(EP_Start(&r), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(&go, 1, MPI_CHAR, p.a, 71, comm), EP_SUCCESS);
+          EP_Status st = fresh_status();
+          EXPECT_EQ(EP_Wait(&r, &st), EP_ERR_TRUNCATE) << p.what << " n=" << n;
+          EXPECT_EQ(st.EP_ERROR, kUntouched);
+          EXPECT_EQ(count_of(st), n / 2);
+          ASSERT_NE(r, EP_REQUEST_NULL);
+          for (int i = 0; i < n / 2; ++i) ASSERT_EQ(buf[static_cast<size_t>(i)], 1000 + i);
+          EXPECT_EQ(buf[static_cast<size_t>(n / 2)], -1) << "nothing past the buffer";
+          int flag = 0;
+          st = fresh_status();
+          ASSERT_EQ(EP_Test(&r, &flag, &st), EP_SUCCESS);
+          EXPECT_EQ(flag, 1);
+          expect_empty(st, "inactive after the truncated receive");
+          ASSERT_EQ(EP_Start(&r), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(&go, 1, MPI_CHAR, p.a, 71, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Wait(&r, &st), EP_SUCCESS) << p.what << " n=" << n;
+          EXPECT_EQ(count_of(st), 1);
+          EXPECT_EQ(buf[0], 2000);
+          EP_Request_free(&r);
+        } else if (me == p.a) {
+          for (int i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = 1000 + i;
+          ASSERT_EQ(EP_Recv(&go, 1, MPI_CHAR, p.b, 71, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+          ASSERT_EQ(EP_Send(buf.data(), n, MPI_INT, p.b, 70, comm), EP_SUCCESS);
+          ASSERT_EQ(EP_Recv(&go, 1, MPI_CHAR, p.b, 71, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+          const int v = 2000;
+          ASSERT_EQ(EP_Send(&v, 1, MPI_INT, p.b, 70, comm), EP_SUCCESS);
+        }
+      }
+      ep_barrier(comm);
+    }
+  });
+}
+
 // EP_Cancel of an active persistent receive: the wait reports it cancelled and leaves
 // the request inactive; restarted, it receives normally.
 TEST(Persistent, CancelOfAnActiveReceive) {
