@@ -143,7 +143,9 @@ int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const c
   // With persistent requests the scope holds the requests their operations complete;
   // an entry is nulled once finished, as finish() nulls a handle (request.h, WaitScope).
   std::vector<EP_Request> ops;
-  if (persistent) [[unlikely]] ops = awaited_handles(count, requests);
+  if (persistent) [[unlikely]] {
+    ops = awaited_handles(count, requests);
+  }
   {
     // The array's requests are ours until we return (see "Completed by its waiter" in
     // runtime/request.h).
@@ -359,8 +361,13 @@ int EP_Cancel(EP_Request* request) {
     }
     return EP_SUCCESS;
   }
-  // An active persistent request cancels its operation; an inactive one has none.
-  if (awaited(r)) ep::runtime::cancel_recv(r);
+  // An active persistent request cancels its operation; an inactive one has none to
+  // cancel (erroneous in MPI): EP_ERR_REQUEST through its communicator's handler.
+  if (!awaited(r)) {
+    return handle(r->owner, fail(EP_ERR_REQUEST, "EP_Cancel",
+                                 "request is an inactive persistent request (nothing to cancel)"));
+  }
+  ep::runtime::cancel_recv(r);
   return EP_SUCCESS;
 }
 

@@ -336,7 +336,9 @@ TEST(Persistent, InactiveRequestsAreTreatedAsNullButKept) {
     ASSERT_EQ(EP_Testsome(3, r, &outcount, indices, EP_STATUSES_IGNORE), EP_SUCCESS);
     EXPECT_EQ(outcount, EP_UNDEFINED);
     kept("the any/some forms");
-    EXPECT_EQ(EP_Cancel(&r[0]), EP_SUCCESS);  // nothing to cancel
+    EXPECT_EQ(EP_Cancel(&r[0]), EP_ERR_REQUEST);  // nothing to cancel: erroneous
+    EXPECT_NE(last_error(EP_ERR_REQUEST).find("EP_Cancel: request is an inactive persistent"),
+              std::string::npos);
     kept("EP_Cancel");
     ASSERT_EQ(EP_Request_free(&r[0]), EP_SUCCESS);
     ASSERT_EQ(EP_Request_free(&r[1]), EP_SUCCESS);
