@@ -760,13 +760,14 @@ int main(int argc, char** argv) {
   if (opt.has('f')) {
     EP_Comm one;
     CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &one));
+    // Each repetition measures both kinds, in turn first (no side gains from the order).
     for (int r = 0; r < reps; ++r) {
-      lazy_barrier();
-      Measure m = ep_request_pingpong(one, peer, p0, lat, /*persistent=*/false);
-      if (r > 0) f_plain.add(m.value, m.iters);
-      lazy_barrier();
-      m = ep_request_pingpong(one, peer, p0, lat, /*persistent=*/true);
-      if (r > 0) f_pers.add(m.value, m.iters);
+      for (int k = 0; k < 2; ++k) {
+        const bool persistent = (k + r) % 2 == 1;
+        lazy_barrier();
+        const Measure m = ep_request_pingpong(one, peer, p0, lat, persistent);
+        if (r > 0) (persistent ? f_pers : f_plain).add(m.value, m.iters);
+      }
     }
     CHECK_EP(EP_Comm_free(&one));
     EP_Comm two[2];  // endpoint ranks: process 0 has 0 and 1, process 1 has 2 and 3
@@ -779,12 +780,17 @@ int main(int argc, char** argv) {
       return x;
     };
     for (int r = 0; r < reps; ++r) {
-      lazy_barrier();
-      team.run([&](int i) { m[i] = ep_stream(two[i], p0 ? 2 + i : i, p0, rate); });
-      if (r > 0 && p0) f_rate_plain.add(agg(), m[0].iters + m[1].iters);
-      lazy_barrier();
-      team.run([&](int i) { m[i] = ep_stream_persistent(two[i], p0 ? 2 + i : i, p0, rate); });
-      if (r > 0 && p0) f_rate_pers.add(agg(), m[0].iters + m[1].iters);
+      for (int k = 0; k < 2; ++k) {
+        const bool persistent = (k + r) % 2 == 1;
+        lazy_barrier();
+        team.run([&](int i) {
+          m[i] = persistent ? ep_stream_persistent(two[i], p0 ? 2 + i : i, p0, rate)
+                            : ep_stream(two[i], p0 ? 2 + i : i, p0, rate);
+        });
+        if (r > 0 && p0) {
+          (persistent ? f_rate_pers : f_rate_plain).add(agg(), m[0].iters + m[1].iters);
+        }
+      }
     }
     CHECK_EP(EP_Comm_free(&two[0]));
     CHECK_EP(EP_Comm_free(&two[1]));
@@ -793,10 +799,12 @@ int main(int argc, char** argv) {
     CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, p0 ? 2 : 0, MPI_INFO_NULL, local));
     if (p0) {
       for (int r = 0; r < reps; ++r) {
-        team.run([&](int i) { m[i] = ep_request_pingpong(local[i], 1 - i, i == 0, lat, false); });
-        if (r > 0) f_plain_local.add(m[0].value, m[0].iters);
-        team.run([&](int i) { m[i] = ep_request_pingpong(local[i], 1 - i, i == 0, lat, true); });
-        if (r > 0) f_pers_local.add(m[0].value, m[0].iters);
+        for (int k = 0; k < 2; ++k) {
+          const bool persistent = (k + r) % 2 == 1;
+          team.run(
+              [&](int i) { m[i] = ep_request_pingpong(local[i], 1 - i, i == 0, lat, persistent); });
+          if (r > 0) (persistent ? f_pers_local : f_plain_local).add(m[0].value, m[0].iters);
+        }
       }
       CHECK_EP(EP_Comm_free(&local[0]));
       CHECK_EP(EP_Comm_free(&local[1]));
