@@ -348,7 +348,8 @@ TEST(Persistent, InactiveRequestsAreTreatedAsNullButKept) {
 }
 
 // An active receive: pending, then complete (Request_get_status does not complete it),
-// then completed by Testany, Waitsome or Test; the handles stay and are inactive after.
+// then completed by Testany, Waitsome, Test or Testall; the handles stay and are
+// inactive after.
 TEST(Persistent, ActiveAndCompletedRequestsInTheWaitFamily) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     const int me = rank_of(comm);
@@ -356,7 +357,7 @@ TEST(Persistent, ActiveAndCompletedRequestsInTheWaitFamily) {
     EP_Request r[2] = {EP_REQUEST_NULL, EP_REQUEST_NULL};
     ASSERT_EQ(EP_Recv_init(&in, 1, MPI_INT, me, 4, comm, &r[1]), EP_SUCCESS);
     const EP_Request h = r[1];
-    for (int how = 0; how < 3; ++how) {
+    for (int how = 0; how < 4; ++how) {
       ASSERT_EQ(EP_Start(&r[1]), EP_SUCCESS);
       int flag = 1, index = 0, outcount = 0, indices[2] = {-1, -1};
       ASSERT_EQ(EP_Test(&r[1], &flag, EP_STATUS_IGNORE), EP_SUCCESS);
@@ -390,9 +391,15 @@ TEST(Persistent, ActiveAndCompletedRequestsInTheWaitFamily) {
         EXPECT_EQ(outcount, 1);
         EXPECT_EQ(indices[0], 1);
         st = sts[0];
-      } else {
+      } else if (how == 2) {
         ASSERT_EQ(EP_Test(&r[1], &flag, &st), EP_SUCCESS);
         EXPECT_EQ(flag, 1);
+      } else {
+        EP_Status sts[2] = {fresh_status(), fresh_status()};
+        ASSERT_EQ(EP_Testall(2, r, &flag, sts), EP_SUCCESS);
+        EXPECT_EQ(flag, 1);
+        expect_empty(sts[0], "EP_Testall's null entry");
+        st = sts[1];
       }
       EXPECT_EQ(st.EP_SOURCE, me) << how;
       EXPECT_EQ(st.EP_TAG, 4) << how;
