@@ -1,5 +1,6 @@
 // p2p.cc - the C entry points of point-to-point: sends, receives, sendrecv, probes and
-// matched probes, the buffered-send buffer, EP_Get_count and EP_Get_elements.
+// matched probes, persistent requests (their init calls, EP_Start, EP_Startall), the
+// buffered-send buffer, EP_Get_count and EP_Get_elements.
 //
 // The checks of every send and receive are inline, with their failures (the messages)
 // out of line, so that a call that passes them runs only the comparisons.  EP_Send has
@@ -7,6 +8,7 @@
 #include "runtime/p2p.h"
 
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -120,6 +122,80 @@ int irecv_impl(void* buf, int count, MPI_Datatype type, int source, int tag, EP_
   set_request_errhandler(r, ep);
   *request = reinterpret_cast<EP_Request>(r);
   return EP_SUCCESS;
+}
+
+// EP_*_init: the checks and messages of EP_Isend/EP_Irecv under the call's own name,
+// and the TypeInfo, once; then the inactive persistent request (runtime/p2p.h,
+// "Persistent requests").  `send_mode` -1: a receive.
+int persistent_init(void* buf, int count, MPI_Datatype type, int peer, int tag, EP_Comm comm,
+                    int send_mode, EP_Request* request, const char* call) {
+  EP_CHECK_INIT(call);
+  if (request == nullptr) return fail(EP_ERR_ARG, call, "request is NULL");
+  EP_GET_COMM(ep, comm, call);
+  TypeInfo ti;
+  int err = send_mode < 0 ? recv_checks(ep, buf, count, type, peer, tag, &ti, call)
+                          : send_checks(ep, buf, count, type, peer, tag, &ti, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  Request* p = ep::runtime::persistent_new(buf, count, type, ti, peer, tag, ep, send_mode);
+  *request = reinterpret_cast<EP_Request>(p);
+  return EP_SUCCESS;
+}
+
+// The message's name of the request checked: "request" (index -1) or "requests[i]".
+struct RequestName {
+  char text[32];
+  explicit RequestName(int index) {
+    if (index < 0) {
+      std::snprintf(text, sizeof text, "request");
+    } else {
+      std::snprintf(text, sizeof text, "requests[%d]", index);
+    }
+  }
+};
+
+// The request EP_Start/EP_Startall may start: a live persistent request (else
+// EP_ERR_REQUEST, with no handler to consult: the handle names no communicator).  An
+// active one is EP_ERR_REQUEST through its communicator's handler.  `index`: its
+// position in EP_Startall's array, -1 for EP_Start's.
+[[gnu::cold, gnu::noinline]] int start_error(EP_Request h, const Request* p, const char* call,
+                                             int index) {
+  const RequestName what(index);
+  if (p == nullptr || p->kind != ep::runtime::RequestKind::kPersistent) {
+    return fail(EP_ERR_REQUEST, call, "%s is %s", what.text,
+                h == EP_REQUEST_NULL ? "EP_REQUEST_NULL"
+                : p == nullptr       ? "not a valid request handle"
+                                     : "not a persistent request");
+  }
+  return handle(p->owner, fail(EP_ERR_REQUEST, call,
+                               "%s is active (started and not yet completed by a Wait or Test "
+                               "call)",
+                               what.text));
+}
+[[gnu::always_inline]] inline Request* startable(EP_Request h) {
+  Request* p = as_request(h);
+  return p != nullptr && p->kind == ep::runtime::RequestKind::kPersistent && p->active == nullptr
+             ? p
+             : nullptr;
+}
+
+// EP_Startall's mark on the requests it has checked (see there): no request's address.
+Request* listed_mark() {
+  alignas(alignof(Request)) static char mark;  // never dereferenced as a Request
+  return reinterpret_cast<Request*>(&mark);
+}
+
+// Starts a checked, inactive persistent request on its endpoint's thread: the entry
+// guard, then the operation (runtime::persistent_start).
+[[gnu::always_inline]] inline int start_checked(Request* p, const char* call) {
+  Endpoint* ep = p->owner;
+  Entry guard(ep);
+  if (!guard.ok()) {
+    return handle(
+        ep, fail(EP_ERR_CONCURRENT, call,
+                 "another thread is inside a call on endpoint %d of this communicator", ep->rank));
+  }
+  const int err = ep::runtime::persistent_start(p, call);
+  return err == EP_SUCCESS ? err : handle(ep, err);
 }
 
 // `block`: EP_Probe, which waits (runtime/wait.h) until a message matches.
@@ -293,6 +369,72 @@ int EP_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Co
              EP_Request* request) {
   EP_CHECK_REQUEST_OUT(request, "EP_Irecv");
   return irecv_impl(buf, count, type, source, tag, comm, request, "EP_Irecv");
+}
+
+int EP_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+                 EP_Request* request) {
+  return persistent_init(const_cast<void*>(buf), count, type, dest, tag, comm,
+                         static_cast<int>(SendMode::kStandard), request, "EP_Send_init");
+}
+int EP_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+                  EP_Request* request) {
+  return persistent_init(const_cast<void*>(buf), count, type, dest, tag, comm,
+                         static_cast<int>(SendMode::kBuffered), request, "EP_Bsend_init");
+}
+int EP_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+                  EP_Request* request) {
+  return persistent_init(const_cast<void*>(buf), count, type, dest, tag, comm,
+                         static_cast<int>(SendMode::kSynchronous), request, "EP_Ssend_init");
+}
+int EP_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, EP_Comm comm,
+                  EP_Request* request) {
+  return persistent_init(const_cast<void*>(buf), count, type, dest, tag, comm,
+                         static_cast<int>(SendMode::kReady), request, "EP_Rsend_init");
+}
+int EP_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,
+                 EP_Request* request) {
+  return persistent_init(buf, count, type, source, tag, comm, -1, request, "EP_Recv_init");
+}
+
+// A start checks only the handle (its arguments were checked at init) and runs what
+// EP_Isend/EP_Irecv run after their checks.
+int EP_Start(EP_Request* request) {
+  EP_CHECK_INIT("EP_Start");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Start", "request is NULL");
+  Request* p = startable(*request);
+  if (p == nullptr) return start_error(*request, as_request(*request), "EP_Start", -1);
+  return start_checked(p, "EP_Start");
+}
+
+// Every request is checked before the first start: an invalid or active one, or one
+// listed twice, starts none.  While checking, each listed request's `active` holds the
+// mark listed_mark() (a second listing then looks active); every mark is cleared before
+// the call starts anything or returns.  A start that fails (a buffered send with no room)
+// stops there: the requests before it are active, it and those after it are not.
+int EP_Startall(int count, EP_Request requests[]) {
+  const char* call = "EP_Startall";
+  EP_CHECK_INIT(call);
+  if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
+  if (count > 0 && requests == nullptr) return fail(EP_ERR_ARG, call, "array of requests is NULL");
+  Request* const mark = listed_mark();
+  int listed = 0, err = EP_SUCCESS;
+  for (; listed < count; ++listed) {
+    Request* p = startable(requests[listed]);
+    if (p == nullptr) {
+      Request* q = as_request(requests[listed]);
+      err = q != nullptr && q->kind == ep::runtime::RequestKind::kPersistent && q->active == mark
+                ? handle(q->owner, fail(EP_ERR_REQUEST, call,
+                                        "requests[%d] appears twice in the array", listed))
+                : start_error(requests[listed], q, call, listed);
+      break;
+    }
+    p->active = mark;
+  }
+  for (int i = 0; i < listed; ++i) reinterpret_cast<Request*>(requests[i])->active = nullptr;
+  for (int i = 0; i < count && err == EP_SUCCESS; ++i) {
+    err = start_checked(reinterpret_cast<Request*>(requests[i]), call);
+  }
+  return err;
 }
 
 int EP_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, EP_Comm comm,

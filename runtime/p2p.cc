@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/errhandler.h"
 #include "runtime/error.h"
 #include "runtime/p2p_inline.h"
 #include "runtime/runtime.h"
@@ -325,6 +326,31 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
   r->op.line_wait = line_wait && !r->needs_engine && r->op.target.elem != 0;
   ep->matcher.post(&r->op);
   return r;
+}
+
+Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int peer,
+                        int tag, Endpoint* ep, int send_mode) {
+  Request* p = request_new(RequestKind::kPersistent, /*user_handle=*/true);
+  // Never waited on itself (the family waits on p->active); complete, so that a wait that
+  // reached it anyway would return at once.  relaxed: not yet shared.
+  p->state.store(Request::kComplete, std::memory_order_relaxed);
+  p->owner = ep;
+  errhandler_assign(&p->errhandler, ep->errhandler);
+  p->errcomm = reinterpret_cast<CommHandle>(ep);
+  p->buf = buf;
+  p->count = count;
+  p->type = type;
+  p->ti = ti;
+  p->op.source = peer;  // (its op is never posted: see Request::active)
+  p->op.tag = tag;
+  p->send_mode = static_cast<int8_t>(send_mode);
+  return p;
+}
+
+void persistent_free(Request* p) {
+  if (p->active != nullptr) request_unref(p->active);  // the operation keeps its own hold
+  p->active = nullptr;
+  request_recycle(p);
 }
 
 bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {

@@ -61,6 +61,46 @@ Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
 // Cancels a pending receive; true if it was cancelled (then it is complete).
 bool cancel_recv(Request* r);
 
+// Persistent requests (MPI 3.1 section 3.9).  A persistent request is a Request of kind
+// kPersistent that holds a send's or a receive's arguments, checked and described
+// (TypeInfo) once by its EP_*_init call.  Each start runs send() or post_recv() with
+// them - what EP_Isend/EP_Irecv run after their checks - and keeps the request of that
+// operation in `active`: the engine and the matchers complete that one, never the
+// persistent request.  The Wait/Test call that completes the operation releases its
+// request and sets `active` back to nullptr (inactive; api/request.cc).
+// Lifetime: the persistent request has one holder, the user's handle (persistent_free);
+// its active operation has the usual two (request.h, "Lifetime"), the persistent request
+// holding the user's side.
+// Threading: the handle's user (one thread at a time per request, as MPI requires);
+// starts run on the endpoint's thread under its entry guard, like EP_Isend.
+//
+// A new, inactive persistent request; `send_mode` is a SendMode, or -1 for a receive.
+// Arguments are already checked; the datatype must stay committed while the request lives.
+Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int peer,
+                        int tag, Endpoint* ep, int send_mode);
+// Starts the inactive persistent request p: its operation's request becomes p->active.
+// EP_SUCCESS, or the error of a send that failed to start (a buffered send with no room,
+// a failed MPI call; reported as `call`, p stays inactive).  Inline: a start must cost no
+// more than the EP_Isend/EP_Irecv it repeats.
+[[gnu::always_inline]] inline int persistent_start(Request* p, const char* call) {
+  Endpoint* ep = p->owner;
+  Request* r = nullptr;
+  if (p->send_mode < 0) {
+    r = post_recv(p->buf, p->count, p->type, p->ti, p->op.source, p->op.tag, ep);
+  } else {
+    const int err = send(p->buf, p->count, p->type, p->ti, p->op.source, p->op.tag, ep,
+                         static_cast<SendMode>(p->send_mode), &r, call, /*burst=*/true);
+    if (err != EP_SUCCESS) return err;
+  }
+  if (!r->immortal) r->errhandler = ep->errhandler;  // (the shared complete one never fails)
+  p->active = r;
+  return EP_SUCCESS;
+}
+// EP_Request_free of a persistent request: an active operation is released as
+// EP_Request_free releases a nonpersistent request (it completes on its own and is
+// recycled then); p itself is recycled at once - nothing of the operation refers to it.
+void persistent_free(Request* p);
+
 // A rendezvous CTS arrived from process `proc` (runtime.h, "Rendezvous"): the payload of
 // the send request `cookie` leaves now, under `data_tag`.  On the baton holder.
 void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie);

@@ -126,7 +126,10 @@ struct MatchOp {
   Status status{};             // probe result
 };
 
-enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest };
+// kGrequest and kPersistent come last: a completing call tells both from the others with
+// one comparison (api/request.cc).  A kPersistent request is completed by nobody: the
+// Wait/Test family waits for its current operation's request (`active`, below).
+enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest, kPersistent };
 
 // Cache lines: a sender of this process that matches a posted receive with a contiguous
 // buffer in place touches at most two lines of its Request (64-byte aligned), each once:
@@ -187,6 +190,14 @@ struct alignas(64) Request final : progress::Completion {
   // An MPI call of this request's transfer failed (on_complete): its error and name.
   int mpi_error = MPI_SUCCESS;
   progress::MpiCall mpi_call = progress::MpiCall::kSendData;
+
+  // kPersistent (runtime/p2p.h, "Persistent requests"): a start repeats the operation
+  // described by owner, buf, count, type, ti, op.source (the dest of a send), op.tag (the
+  // persistent request's op is never posted) and send_mode.  `active` is the request of
+  // the current start (nullptr while inactive); only the handle's user reads or writes
+  // it.  (op's fields serve again so that these fit the tail of the last cache line.)
+  int8_t send_mode = -1;  // the SendMode of a send (p2p.h); -1 for a receive
+  Request* active = nullptr;
 
   ~Request() { errhandler_unref(errhandler); }
 

@@ -77,6 +77,7 @@ enum class K {
   kFn,           // a callback
   kReqIn,        // a request that must be a live request (free, cancel)
   kGreqIn,       // a request that must be a generalized request
+  kPersistIn,    // a request that must be an inactive persistent request (EP_Start)
   kReqWait,      // a request of the Wait/Test family (EP_REQUEST_NULL allowed)
   kReqArr,       // an array of requests
   kMsgPtr,       // an EP_Message* (its value is the handle)
@@ -302,6 +303,7 @@ std::vector<Bad> bads(K k, Ctx& c, const Comm& cm) {
       add(wrong_kinds(c, K::kReqIn, EP_ERR_REQUEST));
       break;
     case K::kGreqIn:
+    case K::kPersistIn:
       v.push_back(pval(EP_REQUEST_NULL, EP_ERR_REQUEST, "EP_REQUEST_NULL"));
       add(wrong_kinds(c, K::kReqIn, EP_ERR_REQUEST));
       v.push_back(pval(c.send_req, EP_ERR_REQUEST, "a send request"));
@@ -1060,6 +1062,34 @@ const std::vector<Entry>& table() {
             EP_Wait(&r, EP_STATUS_IGNORE);
             EP_Comm_free(&d);
           }
+      // ---- issue 31: persistent requests (good requests: receives from EP_PROC_NULL,
+      // complete at once when started; whatever a call left of them is freed)
+      ISEND(EP_Send_init),
+      ISEND(EP_Bsend_init),
+      ISEND(EP_Ssend_init),
+      ISEND(EP_Rsend_init),
+      {"EP_Recv_init", Mode::kLocal,
+       {{K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kSource}, {K::kRecvTag}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          const int rc = EP_Recv_init(a.p(0, c.r()), a.i(1, 1), a.type(2, MPI_INT), a.i(3, m.rank),
+                                      a.i(4, 7), a.p(5, m.h), a.p(6, &r));
+          if (rc == EP_SUCCESS) EP_Request_free(&r);
+          return rc;)},
+      {"EP_Start", Mode::kLocal, {{K::kOut}, {K::kPersistIn}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          EP_Recv_init(c.r(), 1, MPI_INT, EP_PROC_NULL, 7, m.h, &r);
+          EP_Request h = a.p(1, r);
+          const int rc = EP_Start(a.p(0, &h));
+          EP_Wait(&r, EP_STATUS_IGNORE);
+          EP_Request_free(&r);
+          return rc;)},
+      {"EP_Startall", Mode::kLocal, {{K::kLen}, {K::kReqArr}},
+       FN(EP_Request rs[2] = {EP_REQUEST_NULL, EP_REQUEST_NULL};
+          EP_Recv_init(c.r(), 1, MPI_INT, EP_PROC_NULL, 7, m.h, &rs[0]);
+          EP_Recv_init(c.r(), 1, MPI_INT, EP_PROC_NULL, 7, m.h, &rs[1]);
+          const int rc = EP_Startall(a.i(0, 2), a.p(1, rs));
+          EP_Waitall(2, rs, EP_STATUSES_IGNORE);
+          EP_Request_free(&rs[0]); EP_Request_free(&rs[1]);
           return rc;)},
   };
   return t;

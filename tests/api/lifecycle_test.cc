@@ -159,6 +159,20 @@ std::vector<Call> all_calls() {
        }},
       {"EP_Test_cancelled", [] { return EP_Test_cancelled(&st, &flag); }},
       {"EP_Request_get_status", [] { return EP_Request_get_status(EP_REQUEST_NULL, &flag, &st); }},
+      // ---- issue 31: persistent requests
+      {"EP_Send_init", [=] { return EP_Send_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
+      {"EP_Bsend_init", [=] { return EP_Bsend_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
+      {"EP_Ssend_init", [=] { return EP_Ssend_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
+      {"EP_Rsend_init", [=] { return EP_Rsend_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
+      {"EP_Recv_init", [=] { return EP_Recv_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
+      {"EP_Start", [=] {
+         req_storage = garbage_req;
+         return EP_Start(&req_storage);
+       }},
+      {"EP_Startall", [=] {
+         req_storage = garbage_req;
+         return EP_Startall(1, &req_storage);
+       }},
   };
 }
 
@@ -180,6 +194,13 @@ std::vector<Call> calls_with_bad_arguments() {
       {"EP_Testsome(-1)", [] { return EP_Testsome(-1, reqs, &n, idx, &st); }},
       {"EP_Comm_create_endpoints(num_ep -1)",
        [] { return EP_Comm_create_endpoints(MPI_COMM_WORLD, -1, MPI_INFO_NULL, nullptr); }},
+      // ---- issue 31: persistent requests
+      {"EP_Send_init(request NULL)",
+       [] { return EP_Send_init(ibuf, 1, MPI_INT, 0, 0, EP_COMM_NULL, nullptr); }},
+      {"EP_Recv_init(request NULL)",
+       [] { return EP_Recv_init(ibuf, 1, MPI_INT, 0, 0, EP_COMM_NULL, nullptr); }},
+      {"EP_Start(NULL)", [] { return EP_Start(nullptr); }},
+      {"EP_Startall(-1)", [] { return EP_Startall(-1, reqs); }},
   };
 }
 

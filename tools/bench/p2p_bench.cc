@@ -1,6 +1,6 @@
 // p2p_bench.cc - point-to-point benchmarks of libep against their baselines.
 //
-// Run as `mpiexec -n 2 p2p_bench [--reps N] [--rep-seconds S] [--phases abcde]`.
+// Run as `mpiexec -n 2 p2p_bench [--reps N] [--rep-seconds S] [--phases abcdef]`.
 // Process 0 prints one markdown table: every libep figure next to its baseline,
 // measured in the same run (repetitions interleaved where the setup allows), the
 // ratio of the medians and the target.
@@ -30,6 +30,17 @@
 //   e. 8-byte ping-pong across the processes on one endpoints communicator after
 //      10,000 EP_Comm_dup/EP_Comm_free and 1,000 EP_Comm_split/EP_Comm_free on
 //      another one, vs the same before that churn.                  target <= 1.5x
+//   f. persistent requests against the nonpersistent calls they repeat, both libep:
+//      f   8-byte ping-pong, 1 endpoint in each of the 2 processes, every message a
+//          send and a receive request waited for in turn: EP_Start + EP_Wait on two
+//          persistent requests (EP_Send_init/EP_Recv_init) vs EP_Isend/EP_Irecv +
+//          EP_Wait;                                               target <= 1.05x
+//      f'  the same between 2 endpoints of process 0;             target <= 1.05x
+//      f'' c's message rate (2 streams, windows of 64) with every request persistent
+//          (EP_Start of each + EP_Waitall) vs c's EP_Isend/EP_Irecv + EP_Waitall.
+//                                                                   target >= 0.95x
+//      (A started persistent send/receive must cost no more than EP_Isend/EP_Irecv;
+//      the targets leave 5% to noise.)
 //
 // Each repetition runs for a time budget (--rep-seconds) after a warm-up; the peer
 // learns in-band when to stop.  Latencies are one-way (round trip / 2), the mean of
@@ -44,6 +55,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -341,6 +353,70 @@ Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
       });
 }
 
+// Row f's kernels: the ping-pong with every message a send request and a receive request
+// waited for in turn - two persistent requests, created at the first message (bound to
+// the kernel's buffer) and started again for every message, or new ones from
+// EP_Isend/EP_Irecv.
+Measure ep_request_pingpong(EP_Comm comm, int peer, bool first, const Budget& b, bool persistent) {
+  EP_Request s = EP_REQUEST_NULL, r = EP_REQUEST_NULL;
+  if (persistent) {
+    const Measure m = pingpong(
+        first, b,
+        [&](int64_t* msg) {
+          if (s == EP_REQUEST_NULL) CHECK_EP(EP_Send_init(msg, 8, MPI_BYTE, peer, kTag, comm, &s));
+          CHECK_EP(EP_Start(&s));
+          CHECK_EP(EP_Wait(&s, EP_STATUS_IGNORE));
+        },
+        [&](int64_t* msg) {
+          if (r == EP_REQUEST_NULL) CHECK_EP(EP_Recv_init(msg, 8, MPI_BYTE, peer, kTag, comm, &r));
+          CHECK_EP(EP_Start(&r));
+          CHECK_EP(EP_Wait(&r, EP_STATUS_IGNORE));
+        });
+    CHECK_EP(EP_Request_free(&s));
+    CHECK_EP(EP_Request_free(&r));
+    return m;
+  }
+  return pingpong(
+      first, b,
+      [&](int64_t* msg) {
+        CHECK_EP(EP_Isend(msg, 8, MPI_BYTE, peer, kTag, comm, &s));
+        CHECK_EP(EP_Wait(&s, EP_STATUS_IGNORE));
+      },
+      [&](int64_t* msg) {
+        CHECK_EP(EP_Irecv(msg, 8, MPI_BYTE, peer, kTag, comm, &r));
+        CHECK_EP(EP_Wait(&r, EP_STATUS_IGNORE));
+      });
+}
+
+// Row f'''s kernel: ep_stream with persistent requests - each of a window's requests is
+// created at the first window (bound to its slot of the window's buffer) and started
+// again at every window (EP_Start of each, then EP_Waitall).
+Measure ep_stream_persistent(EP_Comm comm, int peer, bool sender, const Budget& b) {
+  std::vector<EP_Request> made;  // every request created, freed at the end
+  made.reserve(kWindow);
+  auto start = [&](int64_t* m, EP_Request* r, bool send) {
+    if (static_cast<int>(made.size()) < kWindow) {
+      if (send) {
+        CHECK_EP(EP_Send_init(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      } else {
+        CHECK_EP(EP_Recv_init(m, 8, MPI_BYTE, peer, kTag, comm, r));
+      }
+      made.push_back(*r);
+    }
+    CHECK_EP(EP_Start(r));
+  };
+  const Measure m = stream<EP_Request>(
+      sender, b, [&](int64_t* msg, EP_Request* r) { start(msg, r, true); },
+      [&](int64_t* msg, EP_Request* r) { start(msg, r, false); },
+      [&](EP_Request* r) { CHECK_EP(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE)); },
+      [&](char* a, int tag) { CHECK_EP(EP_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
+      [&](char* a, int tag) {
+        CHECK_EP(EP_Recv(a, 1, MPI_CHAR, peer, tag, comm, EP_STATUS_IGNORE));
+      });
+  for (EP_Request& r : made) CHECK_EP(EP_Request_free(&r));
+  return m;
+}
+
 Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
   return stream<MPI_Request>(
       sender, b,
@@ -391,7 +467,7 @@ std::string fmt_value(double x, bool rate) {
 struct Options {
   int reps = 7;
   double rep_seconds = 0.3;
-  std::string phases = "abcde";
+  std::string phases = "abcdef";
   bool libep_only = false;       // skip the baselines (for profiling libep alone)
   std::string place_c = "none";  // none, process, crossed, stream (see c above)
   bool has(char p) const { return phases.find(p) != std::string::npos; }
@@ -401,11 +477,11 @@ struct Options {
   if (g_rank == 0) {
     std::fprintf(
         stderr,
-        "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcde] [--libep-only]\n"
+        "usage: mpiexec -n 2 %s [--reps N] [--rep-seconds S] [--phases abcdef] [--libep-only]\n"
         "       [--place-c none|process|crossed|stream]\n"
         "  --reps N         timed repetitions per figure (default 7; +1 warm-up)\n"
         "  --rep-seconds S  timed duration of one repetition (default 0.3)\n"
-        "  --phases P       subset of abcde to run (default abcde)\n"
+        "  --phases P       subset of abcdef to run (default abcdef)\n"
         "  --libep-only     skip the baseline kernels of a, b and c (for profiling)\n"
         "  --place-c P      where row c's stream threads run (default none: the OS\n"
         "                   decides; see the head of p2p_bench.cc)\n",
@@ -441,7 +517,7 @@ int main(int argc, char** argv) {
       if (!(opt.rep_seconds > 0)) usage(argv[0]);
     } else if (!std::strcmp(argv[i], "--phases") && i + 1 < argc) {
       opt.phases = argv[++i];
-      if (opt.phases.find_first_not_of("abcde") != std::string::npos) usage(argv[0]);
+      if (opt.phases.find_first_not_of("abcdef") != std::string::npos) usage(argv[0]);
     } else if (!std::strcmp(argv[i], "--libep-only")) {
       opt.libep_only = true;
     } else if (!std::strcmp(argv[i], "--place-c") && i + 1 < argc) {
@@ -485,6 +561,12 @@ int main(int argc, char** argv) {
   double d_create_s = 0, d_free_s = 0;
   Series e_before("libep, before the churn", false), e_after("libep, after the churn", false);
   double e_dup_s = 0, e_split_s = 0;
+  Series f_pers("libep, persistent: EP_Start + EP_Wait", false),
+      f_plain("EP_Isend/EP_Irecv + EP_Wait", false),
+      f_pers_local("libep, persistent: EP_Start + EP_Wait, 2 endpoints of 1 process", false),
+      f_plain_local("EP_Isend/EP_Irecv + EP_Wait, 2 endpoints of 1 process", false),
+      f_rate_pers("libep, persistent: EP_Start + EP_Waitall", true),
+      f_rate_plain("EP_Isend/EP_Irecv + EP_Waitall, 2 endpoints per process", true);
   const int reps = opt.reps + 1;  // repetition 0 is a warm-up and is not recorded
   // The host's steal time during each phase (bench_util.h): where it is high, the
   // virtual CPUs stood still for part of the phase and its figures are distorted.
@@ -674,6 +756,63 @@ int main(int argc, char** argv) {
     phase_end("e");
   }
 
+  // ---- f: persistent requests vs EP_Isend/EP_Irecv ------------------------------------------
+  if (opt.has('f')) {
+    EP_Comm one;
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 1, MPI_INFO_NULL, &one));
+    // Each repetition measures both kinds, in turn first (no side gains from the order).
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const bool persistent = (k + r) % 2 == 1;
+        lazy_barrier();
+        const Measure m = ep_request_pingpong(one, peer, p0, lat, persistent);
+        if (r > 0) (persistent ? f_pers : f_plain).add(m.value, m.iters);
+      }
+    }
+    CHECK_EP(EP_Comm_free(&one));
+    EP_Comm two[2];  // endpoint ranks: process 0 has 0 and 1, process 1 has 2 and 3
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, 2, MPI_INFO_NULL, two));
+    Team team(2);
+    Measure m[2];
+    auto agg = [&] {
+      double x = 0;
+      for (const Measure& s : m) x += static_cast<double>(s.iters) * kWindow / s.value;
+      return x;
+    };
+    for (int r = 0; r < reps; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        const bool persistent = (k + r) % 2 == 1;
+        lazy_barrier();
+        team.run([&](int i) {
+          m[i] = persistent ? ep_stream_persistent(two[i], p0 ? 2 + i : i, p0, rate)
+                            : ep_stream(two[i], p0 ? 2 + i : i, p0, rate);
+        });
+        if (r > 0 && p0) {
+          (persistent ? f_rate_pers : f_rate_plain).add(agg(), m[0].iters + m[1].iters);
+        }
+      }
+    }
+    CHECK_EP(EP_Comm_free(&two[0]));
+    CHECK_EP(EP_Comm_free(&two[1]));
+    lazy_barrier();
+    EP_Comm local[2] = {EP_COMM_NULL, EP_COMM_NULL};  // f': 2 endpoints of process 0
+    CHECK_EP(EP_Comm_create_endpoints(MPI_COMM_WORLD, p0 ? 2 : 0, MPI_INFO_NULL, local));
+    if (p0) {
+      for (int r = 0; r < reps; ++r) {
+        for (int k = 0; k < 2; ++k) {
+          const bool persistent = (k + r) % 2 == 1;
+          team.run(
+              [&](int i) { m[i] = ep_request_pingpong(local[i], 1 - i, i == 0, lat, persistent); });
+          if (r > 0) (persistent ? f_pers_local : f_plain_local).add(m[0].value, m[0].iters);
+        }
+      }
+      CHECK_EP(EP_Comm_free(&local[0]));
+      CHECK_EP(EP_Comm_free(&local[1]));
+    }
+    phase_end("f");
+    lazy_barrier(1000);
+  }
+
   const double total_s = now_s() - t_start;
   CHECK_EP(EP_Finalize());
 
@@ -756,6 +895,14 @@ int main(int argc, char** argv) {
       rows.push_back({"e", "8 B ping-pong after 10,000 dup/free + 1,000 split/free", &e_after,
                       &e_before, 1.5});
     }
+    if (opt.has('f')) {
+      rows.push_back({"f", "8 B ping-pong on requests, 1 endpoint in each of 2 processes", &f_pers,
+                      &f_plain, 1.05});
+      rows.push_back(
+          {"f'", "same, 2 endpoints of one process", &f_pers_local, &f_plain_local, 1.05});
+      rows.push_back({"f''", "8 B message rate on requests, 2 streams, windows of 64", &f_rate_pers,
+                      &f_rate_plain, 0.95});
+    }
     std::printf("| | measurement | libep | baseline | ratio | target | met |\n");
     std::printf("|---|---|---:|---|---:|---|---|\n");
     for (const Row& r : rows) {
@@ -764,10 +911,12 @@ int main(int argc, char** argv) {
       double e = median(r.ep->v), b = median(r.base->v);
       double ratio = b > 0 ? e / b : 0;
       bool met = higher_better ? ratio >= r.target : ratio <= r.target;
-      std::printf("| %s | %s | %s | %s: %s | %.2fx | %s %.1fx | %s |\n", r.id.c_str(),
+      // (a target in tenths prints with one decimal, 1.05 with two)
+      const int decimals = std::abs(r.target * 10 - std::round(r.target * 10)) < 1e-9 ? 1 : 2;
+      std::printf("| %s | %s | %s | %s: %s | %.2fx | %s %.*fx | %s |\n", r.id.c_str(),
                   r.what.c_str(), fmt_value(e, higher_better).c_str(), r.base->name.c_str(),
-                  fmt_value(b, higher_better).c_str(), ratio, higher_better ? ">=" : "<=", r.target,
-                  met ? "yes" : "NO");
+                  fmt_value(b, higher_better).c_str(), ratio, higher_better ? ">=" : "<=", decimals,
+                  r.target, met ? "yes" : "NO");
     }
     if (!a_self.v.empty()) {
       std::printf(
@@ -779,8 +928,10 @@ int main(int argc, char** argv) {
     std::printf("\nDetail (over the timed repetitions):\n\n");
     std::printf("| series | min | median | max | timed round trips / windows |\n");
     std::printf("|---|---:|---:|---:|---:|\n");
-    const Series* all[] = {&a_ep,   &a_base, &a_self,    &b_ep,   &b_base,  &b_pre,    &c_ep,
-                           &c_base, &d_ep,   &d_ep_last, &d_base, &d_after, &e_before, &e_after};
+    const Series* all[] = {&a_ep,    &a_base,       &a_self,        &b_ep,        &b_base,
+                           &b_pre,   &c_ep,         &c_base,        &d_ep,        &d_ep_last,
+                           &d_base,  &d_after,      &e_before,      &e_after,     &f_pers,
+                           &f_plain, &f_pers_local, &f_plain_local, &f_rate_pers, &f_rate_plain};
     for (const Series* s : all) {
       if (s->v.empty()) continue;
       auto mm = std::minmax_element(s->v.begin(), s->v.end());
