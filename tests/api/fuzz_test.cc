@@ -1062,6 +1062,7 @@ const std::vector<Entry>& table() {
             EP_Wait(&r, EP_STATUS_IGNORE);
             EP_Comm_free(&d);
           }
+          return rc;)},
       // ---- issue 31: persistent requests (good requests: receives from EP_PROC_NULL,
       // complete at once when started; whatever a call left of them is freed)
       ISEND(EP_Send_init),
