@@ -183,7 +183,7 @@ int EP_Group_free(EP_Group *group);
 int EP_Group_translate_ranks(EP_Group group1, int n, const int ranks1[], EP_Group group2,
                              int ranks2[]);
 /* Collective over the endpoints of comm, nonblocking: *newcomm is valid once *request
- * completed.  Progresses without further calls (the progress thread carries it). */
+ * completed.  Progresses without further calls (a worker thread of libep carries it). */
 int EP_Comm_idup(EP_Comm comm, EP_Comm *newcomm, EP_Request *request);
 /* Collective over comm; every endpoint passes the same group (a subgroup of comm's
  * group); endpoints outside it get EP_COMM_NULL. */
