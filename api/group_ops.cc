@@ -151,54 +151,46 @@ std::vector<Identity> filter(const Group& from, const Group& other, bool keep_in
   return v;
 }
 
+// The incl/excl family: the ranks listed (`ranks`, or the triplets of `ranges` when it is
+// not null), checked; the new group holds the members at those ranks in list order
+// (keep) or the other members in group order.
+int subset(const char* call, EP_Group group, int n, const int ranks[], int ranges[][3],
+           bool keep, EP_Group* newgroup) {
+  ep_group_s* g = nullptr;
+  int err = ranges != nullptr ? check_one(call, group, n, ranges, "ranges", newgroup, &g)
+                              : check_one(call, group, n, ranks, "ranks", newgroup, &g);
+  if (err != EP_SUCCESS) return err;
+  const int size = static_cast<int>(g->g.members.size());
+  std::vector<int> list;
+  if (ranges != nullptr) {
+    err = expand_ranges(call, size, n, ranges, &list);
+  } else {
+    err = check_ranks(call, size, n, ranks);
+    if (err == EP_SUCCESS) list.assign(ranks, ranks + n);
+  }
+  if (err != EP_SUCCESS) return err;
+  *newgroup = make_group(keep ? pick(g->g, list) : drop(g->g, list), g->g, nullptr);
+  return EP_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
 
 int EP_Group_incl(EP_Group group, int n, const int ranks[], EP_Group* newgroup) {
-  const char* call = "EP_Group_incl";
-  ep_group_s* g = nullptr;
-  int err = check_one(call, group, n, ranks, "ranks", newgroup, &g);
-  if (err == EP_SUCCESS) err = check_ranks(call, static_cast<int>(g->g.members.size()), n, ranks);
-  if (err != EP_SUCCESS) return err;
-  *newgroup = make_group(pick(g->g, std::vector<int>(ranks, ranks + n)), g->g, nullptr);
-  return EP_SUCCESS;
+  return subset("EP_Group_incl", group, n, ranks, nullptr, true, newgroup);
 }
 
 int EP_Group_excl(EP_Group group, int n, const int ranks[], EP_Group* newgroup) {
-  const char* call = "EP_Group_excl";
-  ep_group_s* g = nullptr;
-  int err = check_one(call, group, n, ranks, "ranks", newgroup, &g);
-  if (err == EP_SUCCESS) err = check_ranks(call, static_cast<int>(g->g.members.size()), n, ranks);
-  if (err != EP_SUCCESS) return err;
-  *newgroup = make_group(drop(g->g, std::vector<int>(ranks, ranks + n)), g->g, nullptr);
-  return EP_SUCCESS;
+  return subset("EP_Group_excl", group, n, ranks, nullptr, false, newgroup);
 }
 
 int EP_Group_range_incl(EP_Group group, int n, int ranges[][3], EP_Group* newgroup) {
-  const char* call = "EP_Group_range_incl";
-  ep_group_s* g = nullptr;
-  std::vector<int> ranks;
-  int err = check_one(call, group, n, ranges, "ranges", newgroup, &g);
-  if (err == EP_SUCCESS) {
-    err = expand_ranges(call, static_cast<int>(g->g.members.size()), n, ranges, &ranks);
-  }
-  if (err != EP_SUCCESS) return err;
-  *newgroup = make_group(pick(g->g, ranks), g->g, nullptr);
-  return EP_SUCCESS;
+  return subset("EP_Group_range_incl", group, n, nullptr, ranges, true, newgroup);
 }
 
 int EP_Group_range_excl(EP_Group group, int n, int ranges[][3], EP_Group* newgroup) {
-  const char* call = "EP_Group_range_excl";
-  ep_group_s* g = nullptr;
-  std::vector<int> ranks;
-  int err = check_one(call, group, n, ranges, "ranges", newgroup, &g);
-  if (err == EP_SUCCESS) {
-    err = expand_ranges(call, static_cast<int>(g->g.members.size()), n, ranges, &ranks);
-  }
-  if (err != EP_SUCCESS) return err;
-  *newgroup = make_group(drop(g->g, ranks), g->g, nullptr);
-  return EP_SUCCESS;
+  return subset("EP_Group_range_excl", group, n, nullptr, ranges, false, newgroup);
 }
 
 // group1's members in order, then group2's that are not in group1, in group2's order.

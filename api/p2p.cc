@@ -185,7 +185,8 @@ Request* listed_mark() {
 }
 
 // Starts a checked, inactive persistent request on its endpoint's thread: the entry
-// guard, then the operation (runtime::persistent_start).
+// guard, the communicator's current error handler, then the operation
+// (runtime::persistent_start).
 [[gnu::always_inline]] inline int start_checked(Request* p, const char* call) {
   Endpoint* ep = p->owner;
   Entry guard(ep);
@@ -194,6 +195,9 @@ Request* listed_mark() {
         ep, fail(EP_ERR_CONCURRENT, call,
                  "another thread is inside a call on endpoint %d of this communicator", ep->rank));
   }
+  // The started operation answers to the handler the communicator has now, as an
+  // EP_Isend's request does (its completing Wait/Test reads it from the handle).
+  set_request_errhandler(p, ep);
   const int err = ep::runtime::persistent_start(p, call);
   return err == EP_SUCCESS ? err : handle(ep, err);
 }

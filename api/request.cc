@@ -133,6 +133,25 @@ int finish(EP_Request* handle_ptr, EP_Status* st, const char* call) {
   return err;
 }
 
+// finish() of the completed operation `op` that the handle *h waits for, under the error
+// handler of the request *h names (a persistent request's own, not its operation's): the
+// handler and communicator are read, and the handler held, before finish() may release
+// them.  A truncation that no failed MPI call explains gets its message here.
+int finish_handled(EP_Request* h, const Request* op, EP_Status* st, const char* call) {
+  const Request* owner = req_of(*h);
+  const EP_Errhandler eh = owner->errhandler;
+  const EP_Comm comm = owner->errcomm;
+  const bool mpi_failed = op->kind != ep::runtime::RequestKind::kGrequest && op->mpi_error != 0;
+  ep::runtime::errhandler_ref(eh);
+  int err = finish(h, st, call);
+  if (err == EP_ERR_TRUNCATE && !mpi_failed) {
+    fail(err, call, "the message was longer than the receive buffer");
+  }
+  err = handle(eh, comm, err);
+  ep::runtime::errhandler_unref(eh);
+  return err;
+}
+
 int waitall_impl(int count, EP_Request requests[], EP_Status statuses[], const char* call) {
   EP_CHECK_INIT(call);
   bool persistent = false;
@@ -184,12 +203,7 @@ int testany_impl(int count, EP_Request requests[], int* index, int* flag, EP_Sta
     if (!ep::runtime::request_test(r)) continue;
     *index = i;
     *flag = 1;
-    const EP_Errhandler eh = r->errhandler;  // finish() may release r
-    const EP_Comm comm = r->errcomm;
-    ep::runtime::errhandler_ref(eh);
-    const int code = handle(eh, comm, finish(&requests[i], status, call));
-    ep::runtime::errhandler_unref(eh);
-    return code;
+    return finish_handled(&requests[i], r, status, call);
   }
   *index = EP_UNDEFINED;
   *flag = all_null ? 1 : 0;
@@ -244,17 +258,7 @@ int wait_request(EP_Request* request, EP_Status* status, const char* call) {
     return EP_SUCCESS;
   }
   ep::runtime::request_wait(r);
-  const EP_Errhandler eh = r->errhandler;  // finish() may release r
-  const EP_Comm comm = r->errcomm;
-  const bool mpi_failed = r->kind != ep::runtime::RequestKind::kGrequest && r->mpi_error != 0;
-  ep::runtime::errhandler_ref(eh);
-  int err = finish(request, status, call);
-  if (err == EP_ERR_TRUNCATE && !mpi_failed) {
-    fail(err, call, "the message was longer than the receive buffer");
-  }
-  err = handle(eh, comm, err);
-  ep::runtime::errhandler_unref(eh);
-  return err;
+  return finish_handled(request, r, status, call);
 }
 
 }  // namespace ep::api
@@ -284,12 +288,7 @@ int EP_Test(EP_Request* request, int* flag, EP_Status* status) {
   }
   *flag = ep::runtime::request_test(r);
   if (!*flag) return EP_SUCCESS;
-  const EP_Errhandler eh = r->errhandler;  // finish() may release r
-  const EP_Comm comm = r->errcomm;
-  ep::runtime::errhandler_ref(eh);
-  const int code = handle(eh, comm, finish(request, status, "EP_Test"));
-  ep::runtime::errhandler_unref(eh);
-  return code;
+  return finish_handled(request, r, status, "EP_Test");
 }
 
 int EP_Waitall(int count, EP_Request requests[], EP_Status statuses[]) {

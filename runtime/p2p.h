@@ -92,7 +92,8 @@ Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo&
                          static_cast<SendMode>(p->send_mode), &r, call, /*burst=*/true);
     if (err != EP_SUCCESS) return err;
   }
-  if (!r->immortal) r->errhandler = ep->errhandler;  // (the shared complete one never fails)
+  // A counted reference, as every holder of a handler takes (~Request drops it).
+  if (!r->immortal) errhandler_assign(&r->errhandler, ep->errhandler);  // (the shared one never fails)
   p->active = r;
   return EP_SUCCESS;
 }

@@ -67,11 +67,7 @@ int counting_delete(EP_Comm comm, int, void* value, void* extra) {
   return EP_SUCCESS;
 }
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 // The value of kv on c (-1: not set); fails the test on an error.
 intptr_t value_of(EP_Comm c, int kv) {

@@ -87,6 +87,13 @@ inline int index_in(const std::vector<int>& v, int x) {
   return it == v.end() ? -1 : static_cast<int>(it - v.begin());
 }
 
+// The endpoint's rank in c (-1 if c is not a valid communicator).
+inline int rank_of(EP_Comm c) {
+  int r = -1;
+  EP_Comm_rank(c, &r);
+  return r;
+}
+
 // ---- Threads ----------------------------------------------------------------------------
 
 inline void on_threads(int n, const std::function<void(int)>& fn) {

@@ -32,11 +32,7 @@ using ep_test::run_endpoints;
 using ep_test::uneven;
 using ep_test::world_rank;
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 // A ring and two reductions on `nc`, whose rank r is world endpoint members[r]; then
 // queries and the group; then a barrier and the free.

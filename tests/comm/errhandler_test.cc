@@ -57,11 +57,7 @@ void expect_one_call(EP_Comm comm, int code, int rank, const std::string& what) 
   t_seen = Seen{};
 }
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 TEST(Errhandler, UserHandlerRunsInTheFailingThreadWithCommAndCode) {
   EP_Errhandler eh = EP_ERRHANDLER_NULL;

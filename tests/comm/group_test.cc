@@ -28,11 +28,7 @@ using ep_test::run_endpoints;
 using ep_test::uneven;
 using ep_test::world_rank;
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 // The world endpoints of `g`, in g's rank order (gw: the world communicator's group).
 std::vector<int> members_of(EP_Group g, EP_Group gw) {

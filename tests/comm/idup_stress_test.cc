@@ -32,11 +32,7 @@ using ep_test::world_rank;
 
 [[maybe_unused]] const bool kWatchdog = ep_test::install_watchdog(240, 900);
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 // Exact checks on a communicator whose rank r is world endpoint members[r].
 void check_comm(EP_Comm c, const std::vector<int>& members, int me, const std::string& what) {

@@ -38,11 +38,7 @@ using ep_test::world_rank;
 
 [[maybe_unused]] const bool kWatchdog = ep_test::install_watchdog(150, 600);
 
-int rank_of(EP_Comm c) {
-  int r = -1;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_comm_test::rank_of;
 
 // The layouts: key(world rank) for a split with one colour.
 struct Keyed {

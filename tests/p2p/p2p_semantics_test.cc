@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tests/common/harness.h"
+#include "tests/p2p/p2p_util.h"
 
 namespace {
 
@@ -28,36 +29,11 @@ using ep_test::uneven;
 using ep_test::world_rank;
 using ep_test::world_size;
 
-// Process that holds endpoint rank r under the uneven layout {3,1,2}.
-int proc_of(int r) {
-  for (int p = 0; p < world_size(); ++p) {
-    if (r < uneven(p)) return p;
-    r -= uneven(p);
-  }
-  return -1;
-}
-
-// Sender/receiver pairs: within process 0, and across processes when there are two.
-struct Pair {
-  int a, b;
-  const char* what;
-};
-std::vector<Pair> pairs(int size) {
-  std::vector<Pair> v = {{0, 1, "same process"}};
-  if (proc_of(size - 1) != proc_of(0)) v.push_back({0, size - 1, "across processes"});
-  return v;
-}
-
-int size_of(EP_Comm c) {
-  int s = 0;
-  EP_Comm_size(c, &s);
-  return s;
-}
-int rank_of(EP_Comm c) {
-  int r = 0;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_p2p_test::Pair;
+using ep_p2p_test::pairs;
+using ep_p2p_test::proc_of;
+using ep_p2p_test::rank_of;
+using ep_p2p_test::size_of;
 
 TEST(Modes, SsendCompletesOnlyAfterTheReceiveStarted) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {

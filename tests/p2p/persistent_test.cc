@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/common/harness.h"
+#include "tests/p2p/p2p_util.h"
 
 namespace {
 
@@ -27,36 +28,11 @@ using ep_test::world_size;
 
 [[maybe_unused]] const bool kWatchdog = ep_test::install_watchdog(120, 600);
 
-// Process that holds endpoint rank r under the uneven layout {3,1,2}.
-int proc_of(int r) {
-  for (int p = 0; p < world_size(); ++p) {
-    if (r < uneven(p)) return p;
-    r -= uneven(p);
-  }
-  return -1;
-}
-
-// Sender/receiver pairs: within process 0, and across processes when there are two.
-struct Pair {
-  int a, b;
-  const char* what;
-};
-std::vector<Pair> pairs(int size) {
-  std::vector<Pair> v = {{0, 1, "same process"}};
-  if (proc_of(size - 1) != proc_of(0)) v.push_back({0, size - 1, "across processes"});
-  return v;
-}
-
-int size_of(EP_Comm c) {
-  int s = 0;
-  EP_Comm_size(c, &s);
-  return s;
-}
-int rank_of(EP_Comm c) {
-  int r = 0;
-  EP_Comm_rank(c, &r);
-  return r;
-}
+using ep_p2p_test::Pair;
+using ep_p2p_test::pairs;
+using ep_p2p_test::proc_of;
+using ep_p2p_test::rank_of;
+using ep_p2p_test::size_of;
 // EP_EAGER_LIMIT=0: every message goes as a rendezvous.
 bool rendezvous_only() {
   const char* v = std::getenv("EP_EAGER_LIMIT");
@@ -536,9 +512,18 @@ TEST(Persistent, RequestFreeOfInactiveAndActiveRequests) {
   });
 }
 
+// A user error handler that counts its calls (per thread: each endpoint its own).
+thread_local int t_handler_calls = 0;
+thread_local int t_handler_code = EP_SUCCESS;
+void counting_handler(EP_Comm*, int* code, ...) {
+  ++t_handler_calls;
+  t_handler_code = *code;
+}
+
 // A receive too small for its message: the wait reports EP_ERR_TRUNCATE with the prefix
-// delivered (eager, and a rendezvous whose payload is drained); the request stays,
-// inactive, and receives the next message normally.
+// delivered (eager, and a rendezvous whose payload is drained), through the error
+// handler of the request's communicator; the request stays, inactive, and receives the
+// next message normally.
 TEST(Persistent, TruncatedReceiveReportsAndStaysUsable) {
   run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     for (Pair p : pairs(size_of(comm))) {
@@ -549,10 +534,19 @@ TEST(Persistent, TruncatedReceiveReportsAndStaysUsable) {
         if (me == p.b) {
           EP_Request r = EP_REQUEST_NULL;
           ASSERT_EQ(EP_Recv_init(buf.data(), n / 2, MPI_INT, p.a, 70, comm, &r), EP_SUCCESS);
+          // The handler the communicator has when the request starts applies.
+          EP_Errhandler eh = EP_ERRHANDLER_NULL;
+          ASSERT_EQ(EP_Comm_create_errhandler(counting_handler, &eh), EP_SUCCESS);
+          ASSERT_EQ(EP_Comm_set_errhandler(comm, eh), EP_SUCCESS);
+          t_handler_calls = 0;
           ASSERT_EQ(EP_Start(&r), EP_SUCCESS);
           ASSERT_EQ(EP_Send(&go, 1, MPI_CHAR, p.a, 71, comm), EP_SUCCESS);
           EP_Status st = fresh_status();
           EXPECT_EQ(EP_Wait(&r, &st), EP_ERR_TRUNCATE) << p.what << " n=" << n;
+          EXPECT_EQ(t_handler_calls, 1) << "the communicator's handler ran once";
+          EXPECT_EQ(t_handler_code, EP_ERR_TRUNCATE);
+          ASSERT_EQ(EP_Comm_set_errhandler(comm, EP_ERRORS_RETURN), EP_SUCCESS);
+          ASSERT_EQ(EP_Errhandler_free(&eh), EP_SUCCESS);
           EXPECT_EQ(st.EP_ERROR, kUntouched);
           EXPECT_EQ(count_of(st), n / 2);
           ASSERT_NE(r, EP_REQUEST_NULL);
