@@ -219,7 +219,7 @@ int64_t calibrate_work() {
 
 // Per endpoint 0 of this process, seconds: the median over the repetitions.
 struct NbTimes {
-  std::vector<double> alone, overlap, iallreduce, wait, done;  // row 6
+  std::vector<double> alone, overlap, iallreduce, wait, done, done_sleep;  // row 6
   std::vector<double> ia2a8, a2a8, ia2a64, a2a64;          // rows 7, 9
   std::vector<double> iag8, ag8, iag64, ag64;              // rows 8, 9
 };
@@ -241,6 +241,7 @@ void nb_rep(EP_Comm c, int i, int64_t steps, NbTimes* t) {
   std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
   double alone = 0, overlap = 0, comm = 0, wait = 0;
   int done = 0;  // overlapped allreduces already complete when the computation ended
+  int done_sleep = 0;  // the same when the endpoints sleep instead of computing
   for (int it = 0; it < kOverlapIters; ++it) {
     CHECK(EP_Barrier(c));
     double t0 = now_s();
@@ -258,6 +259,12 @@ void nb_rep(EP_Comm c, int i, int64_t steps, NbTimes* t) {
     if (!flag) CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
     wait += now_s() - t1;
     overlap += now_s() - t0;
+    CHECK(EP_Barrier(c));
+    CHECK(EP_Iallreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c, &rq));
+    std::this_thread::sleep_for(std::chrono::duration<double>(kComputeS));
+    CHECK(EP_Test(&rq, &flag, EP_STATUS_IGNORE));
+    done_sleep += flag;
+    if (!flag) CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
     CHECK(EP_Barrier(c));
     t0 = now_s();
     CHECK(EP_Iallreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c, &rq));
@@ -302,6 +309,7 @@ void nb_rep(EP_Comm c, int i, int64_t steps, NbTimes* t) {
   t->iallreduce.push_back(comm / kOverlapIters);
   t->wait.push_back(wait / kOverlapIters);
   t->done.push_back(static_cast<double>(done) / kOverlapIters);
+  t->done_sleep.push_back(static_cast<double>(done_sleep) / kOverlapIters);
   t->ia2a8.push_back(ia2a8);
   t->a2a8.push_back(a2a8);
   t->ia2a64.push_back(ia2a64);
@@ -328,6 +336,7 @@ void nb_rows(EP_Comm comms[2], int rank) {
   print("nb_iallreduce1m_us", t.iallreduce, 1e6);
   print("nb_overlap_wait_us", t.wait, 1e6);
   print("nb_overlap_done_at_test", t.done, 1);
+  print("nb_sleep_done_at_test", t.done_sleep, 1);
   std::printf("nb_overlap_ratio_min %.3f\nnb_overlap_ratio_max %.3f\n",
               *std::min_element(ratio6.begin(), ratio6.end()),
               *std::max_element(ratio6.begin(), ratio6.end()));

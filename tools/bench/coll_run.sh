@@ -45,6 +45,7 @@ fi
 r6=$(awk -v a="$(v nb_overlap_us)" -v b="$(v nb_compute_alone_us)" 'BEGIN{print a/b}')
 echo "| 6 | overlap: EP_Iallreduce 1 MiB started, 5 ms busy loop outside libep, EP_Wait | $(v nb_overlap_us) us (the allreduce alone: $(v nb_iallreduce1m_us) us) | the busy loop alone (same 4 threads): $(v nb_compute_alone_us) us | $(ratio "$(v nb_overlap_us)" "$(v nb_compute_alone_us)") (repetitions: $(v nb_overlap_ratio_min)-$(v nb_overlap_ratio_max)) | <= 1.2x | $(verdict "$r6" 1.2 0) |"
 echo "| 6' | row 6 in detail: time in EP_Test + EP_Wait after the busy loop; share of allreduces already complete at that EP_Test | $(v nb_overlap_wait_us) us; $(v nb_overlap_done_at_test) | | | | - |"
+echo "| 6'' | share of 1 MiB EP_Iallreduces complete at the first EP_Test after the endpoints slept 5 ms (instead of computing) | $(v nb_sleep_done_at_test) | | | | - |"
 for op in alltoall allgather; do
   for sz in 8 64k; do
     a=$(v "ep_i${op}${sz}_us"); b=$(v "ep_${op}${sz}_us")
