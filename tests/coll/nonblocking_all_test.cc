@@ -129,8 +129,7 @@ std::vector<int> reversed_displs(const std::vector<int>& counts, int* total) {
 
 // ---- The cases: gather and scatter families ---------------------------------------------
 
-void gather_cases(const View& v, int salt, const Types& t, std::vector<Case>* cs) {
-  const MPI_Datatype vec2 = t.vec2;  // lambdas copy the handle, not the owner
+void gather_cases(const View& v, int salt, std::vector<Case>* cs) {
   const int n = v.size, rk = v.rank, me = v.me;
   const std::string at = v.what + " salt " + std::to_string(salt) + " rank " + std::to_string(rk);
   const int root = salt % n;
@@ -178,6 +177,12 @@ void gather_cases(const View& v, int salt, const Types& t, std::vector<Case>* cs
                      EXPECT_EQ(*r, e) << at << " Igatherv root " << root;
                    }});
   }
+}
+
+void scatter_cases(const View& v, int salt, const Types& t, std::vector<Case>* cs) {
+  const int n = v.size, rk = v.rank, me = v.me;
+  const std::string at = v.what + " salt " + std::to_string(salt) + " rank " + std::to_string(rk);
+  const MPI_Datatype vec2 = t.vec2;  // lambdas copy the handle, not the owner
   for (bool in_place : {false, true}) {
     // Iscatter: 2 ints per rank from the root, received through vec2 (positions 0 and 2).
     const int sroot = (salt + 1) % n;
@@ -583,7 +588,8 @@ void zero_cases(const View& v, int salt, const MatOp& mop, std::vector<Case>* cs
 
 std::vector<Case> make_cases(const View& v, int salt, const Types& t, const MatOp& mop) {
   std::vector<Case> cs;
-  gather_cases(v, salt, t, &cs);
+  gather_cases(v, salt, &cs);
+  scatter_cases(v, salt, t, &cs);
   allgather_cases(v, salt, t, &cs);
   alltoall_cases(v, salt, &cs);
   alltoallw_cases(v, salt, t, &cs);
