@@ -55,19 +55,24 @@ int settle_ms() { return ep_coll_test::sanitized() ? 4000 : 1500; }
 
 // Derived datatypes the cases use (made on the main thread, as MPI_Type_* are not per
 // endpoint):
-//   vec2: 2 MPI_INT at stride 2 (non-contiguous, extent 3 ints);
-//   pair: 2 contiguous MPI_INT.
+//   vec2:    2 MPI_INT at stride 2 (non-contiguous, extent 3 ints);
+//   pair:    2 contiguous MPI_INT;
+//   stride2: one MPI_INT resized to an extent of 2 ints (a count of them skips every
+//            other int: extent != size).
 struct Types {
-  MPI_Datatype vec2 = MPI_DATATYPE_NULL, pair = MPI_DATATYPE_NULL;
+  MPI_Datatype vec2 = MPI_DATATYPE_NULL, pair = MPI_DATATYPE_NULL, stride2 = MPI_DATATYPE_NULL;
   Types() {
     MPI_Type_vector(2, 1, 2, MPI_INT, &vec2);
     MPI_Type_commit(&vec2);
     MPI_Type_contiguous(2, MPI_INT, &pair);
     MPI_Type_commit(&pair);
+    MPI_Type_create_resized(MPI_INT, 0, 2 * static_cast<MPI_Aint>(sizeof(int)), &stride2);
+    MPI_Type_commit(&stride2);
   }
   ~Types() {
     MPI_Type_free(&vec2);
     MPI_Type_free(&pair);
+    MPI_Type_free(&stride2);
   }
   Types(const Types&) = delete;
   Types& operator=(const Types&) = delete;
@@ -342,8 +347,9 @@ void alltoall_cases(const View& v, int salt, std::vector<Case>* cs) {
 }
 
 // Alltoallw: 2 * ((from + 2 to + salt) % 3) ints go from `from` to `to` (0, 2 or 4).  The
-// sender describes them as MPI_INT (to even) or vec2 (to odd: elements at ints 0 and 2
-// of each 3), the receiver as MPI_INT (from even) or pair (from odd).  Byte
+// sender describes them as MPI_INT (to % 3 == 0), vec2 (to % 3 == 1: elements at ints 0
+// and 2 of each 3) or stride2 (to % 3 == 2: every other int), the receiver as MPI_INT
+// (from even) or pair (from odd).  Byte
 // displacements: send regions of 16 ints in reversed rank order, receive regions of 8
 // ints one int in.  In place: the counts are symmetric, 2 * ((p + q + salt) % 3).
 void alltoallw_cases(const View& v, int salt, const Types& t, std::vector<Case>* cs) {
@@ -358,15 +364,15 @@ void alltoallw_cases(const View& v, int salt, const Types& t, std::vector<Case>*
     IntBuf s = ints(static_cast<size_t>(16 * n)), r = ints(static_cast<size_t>(8 * n + 1));
     for (int p = 0; p < n; ++p) {
       const int out = nints(rk, p), in = nints(p, rk);
-      st[p] = p % 2 == 0 ? MPI_INT : t.vec2;
-      sc[p] = p % 2 == 0 ? out : out / 2;
+      st[p] = p % 3 == 0 ? MPI_INT : p % 3 == 1 ? t.vec2 : t.stride2;
+      sc[p] = p % 3 == 1 ? out / 2 : out;
       sd[p] = (n - 1 - p) * 16 * kI;
       rt[p] = p % 2 == 0 ? MPI_INT : t.pair;
       rc[p] = p % 2 == 0 ? in : in / 2;
       rd[p] = (p * 8 + 1) * kI;
       const int base = (n - 1 - p) * 16;
       for (int j = 0; j < out; ++j) {
-        const int pos = p % 2 == 0 ? j : (j / 2) * 3 + (j % 2) * 2;
+        const int pos = p % 3 == 0 ? j : p % 3 == 1 ? (j / 2) * 3 + (j % 2) * 2 : 2 * j;
         (*s)[base + pos] = a2a(me, p, j, salt);
       }
     }
