@@ -166,7 +166,7 @@ int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Re
 // the root (everywhere for allgather).
 int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount,
            const int* rcounts, const int* displs, MPI_Datatype rtype, int root, EP_Comm comm,
-           bool all, bool vector, const char* call) {
+           bool all, bool vector, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
@@ -206,12 +206,12 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, nullptr));
+  return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
 }
 
 int scatter(const void* sbuf, int scount, const int* scounts, const int* displs, MPI_Datatype stype,
             void* rbuf, int rcount, MPI_Datatype rtype, int root, EP_Comm comm, bool vector,
-            const char* call) {
+            EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err == EP_SUCCESS) err = check_root(ep, root, call);
@@ -248,12 +248,12 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, Kind::kScatter, std::move(p), a, nullptr));
+  return handle(ep, run(ep, Kind::kScatter, std::move(p), a, request));
 }
 
 int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datatype stype,
              void* rbuf, const int* rcounts, const int* rdispls, MPI_Datatype rtype, EP_Comm comm,
-             int scount, int rcount, bool vector, const char* call) {
+             int scount, int rcount, bool vector, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err != EP_SUCCESS) return handle(ep, err);
@@ -290,11 +290,81 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
   p.stype = stype;
   p.rbuf = rbuf;
   p.rtype = rtype;
-  return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), nullptr));
+  return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
+}
+
+// The per-peer datatypes of Alltoallw, described into *tis.
+int check_types(const MPI_Datatype* types, int n, std::vector<TypeInfo>* tis, const char* what,
+                const char* call) {
+  if (types == nullptr) return fail(EP_ERR_ARG, call, "%stypes are NULL", what);
+  tis->resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    if (!ep::runtime::describe(types[i], &(*tis)[static_cast<size_t>(i)])) {
+      return fail(EP_ERR_TYPE, call, "%stype for rank %d is not a valid committed datatype", what,
+                  i);
+    }
+  }
+  return EP_SUCCESS;
+}
+
+// An Alltoallw buffer: NULL is an error where some block of a predefined type has data
+// (a derived type may address absolute memory); EP_IN_PLACE only where the caller
+// allows it.
+int check_wbuf(const void* buf, const Part& p, bool send, const char* call) {
+  const char* what = send ? "send" : "receive";
+  if (buf == EP_IN_PLACE) {
+    return fail(EP_ERR_BUFFER, call, "%sbuffer is EP_IN_PLACE, which MPI does not allow here",
+                what);
+  }
+  if (buf != nullptr) return EP_SUCCESS;
+  const std::vector<int>& counts = send ? p.scounts : p.rcounts;
+  const std::vector<MPI_Datatype>& types = send ? p.stypes : p.rtypes;
+  const std::vector<TypeInfo>& tis = send ? p.stis : p.rtis;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0 && tis[i].size > 0 && is_builtin(types[i])) {
+      return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count for rank %zu is %d", what,
+                  i, counts[i]);
+    }
+  }
+  return EP_SUCCESS;
+}
+
+// Alltoallw: counts, byte displacements and datatypes by peer rank.  Under EP_IN_PLACE
+// (sbuf) the send arguments are ignored, as MPI says.
+int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MPI_Datatype* stypes,
+              void* rbuf, const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes,
+              EP_Comm comm, EP_Request* request, const char* call) {
+  EP_GET_COMM(ep, comm, call);
+  int err = intra_only(ep, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  const int n = ep->comm->size;
+  Part p;
+  err = check_counts(rcounts, rdispls, n, "receive ", call);
+  if (err == EP_SUCCESS) err = check_types(rtypes, n, &p.rtis, "receive ", call);
+  if (err == EP_SUCCESS) {
+    p.rcounts.assign(rcounts, rcounts + n);
+    p.rdispls.assign(rdispls, rdispls + n);
+    p.rtypes.assign(rtypes, rtypes + n);
+  }
+  if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
+    err = check_counts(scounts, sdispls, n, "send ", call);
+    if (err == EP_SUCCESS) err = check_types(stypes, n, &p.stis, "send ", call);
+    if (err == EP_SUCCESS) {
+      p.scounts.assign(scounts, scounts + n);
+      p.sdispls.assign(sdispls, sdispls + n);
+      p.stypes.assign(stypes, stypes + n);
+    }
+  }
+  if (err == EP_SUCCESS) err = check_wbuf(rbuf, p, /*send=*/false, call);
+  if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) err = check_wbuf(sbuf, p, /*send=*/true, call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  p.sbuf = sbuf;
+  p.rbuf = rbuf;
+  return handle(ep, run(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
 }
 
 int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount, MPI_Datatype type,
-                   MPI_Op op, EP_Comm comm, bool block, const char* call) {
+                   MPI_Op op, EP_Comm comm, bool block, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   int err = intra_only(ep, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
@@ -333,7 +403,7 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
     // MPI: the input is the whole vector in recvbuf, the result its first block.
     p.sbuf = rbuf;
   }
-  return handle(ep, run(ep, Kind::kReduceScatter, std::move(p), a, nullptr));
+  return handle(ep, run(ep, Kind::kReduceScatter, std::move(p), a, request));
 }
 
 int ibarrier(EP_Comm comm, EP_Request* request, const char* call) {
@@ -405,65 +475,186 @@ int EP_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
                    "EP_Exscan");
 }
 
+int EP_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Iscan");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscan", "request is NULL");
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kScan,
+                   "EP_Iscan");
+}
+
+int EP_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Iexscan");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iexscan", "request is NULL");
+  return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kExscan,
+                   "EP_Iexscan");
+}
+
 int EP_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                       MPI_Datatype datatype, MPI_Op op, EP_Comm comm) {
-  return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, false,
+  return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, false, nullptr,
                         "EP_Reduce_scatter");
+}
+
+int EP_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Ireduce_scatter");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce_scatter", "request is NULL");
+  return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, false, request,
+                        "EP_Ireduce_scatter");
 }
 
 int EP_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                             MPI_Datatype datatype, MPI_Op op, EP_Comm comm) {
-  return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm, true,
+  return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm, true, nullptr,
                         "EP_Reduce_scatter_block");
+}
+
+int EP_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, EP_Comm comm,
+                             EP_Request* request) {
+  EP_CHECK_INIT("EP_Ireduce_scatter_block");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce_scatter_block", "request is NULL");
+  return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm, true, request,
+                        "EP_Ireduce_scatter_block");
 }
 
 int EP_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
   return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root,
-                comm, false, false, "EP_Gather");
+                comm, false, false, nullptr, "EP_Gather");
+}
+
+int EP_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
+               EP_Request* request) {
+  EP_CHECK_INIT("EP_Igather");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Igather", "request is NULL");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root,
+                comm, false, false, request, "EP_Igather");
 }
 
 int EP_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                EP_Comm comm) {
   return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, comm,
-                false, true, "EP_Gatherv");
+                false, true, nullptr, "EP_Gatherv");
+}
+
+int EP_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Igatherv");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Igatherv", "request is NULL");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, comm,
+                false, true, request, "EP_Igatherv");
 }
 
 int EP_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, EP_Comm comm) {
   return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, 0,
-                comm, true, false, "EP_Allgather");
+                comm, true, false, nullptr, "EP_Allgather");
+}
+
+int EP_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Iallgather");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallgather", "request is NULL");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, 0,
+                comm, true, false, request, "EP_Iallgather");
 }
 
 int EP_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, EP_Comm comm) {
   return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, 0, comm,
-                true, true, "EP_Allgatherv");
+                true, true, nullptr, "EP_Allgatherv");
+}
+
+int EP_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, EP_Comm comm,
+                   EP_Request* request) {
+  EP_CHECK_INIT("EP_Iallgatherv");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallgatherv", "request is NULL");
+  return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, 0, comm,
+                true, true, request, "EP_Iallgatherv");
 }
 
 int EP_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm) {
   return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root,
-                 comm, false, "EP_Scatter");
+                 comm, false, nullptr, "EP_Scatter");
+}
+
+int EP_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
+                EP_Request* request) {
+  EP_CHECK_INIT("EP_Iscatter");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscatter", "request is NULL");
+  return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root,
+                 comm, false, request, "EP_Iscatter");
 }
 
 int EP_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                 int root, EP_Comm comm) {
   return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-                 true, "EP_Scatterv");
+                 true, nullptr, "EP_Scatterv");
+}
+
+int EP_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Iscatterv");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscatterv", "request is NULL");
+  return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                 true, request, "EP_Iscatterv");
 }
 
 int EP_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, EP_Comm comm) {
   return alltoall(sendbuf, nullptr, nullptr, sendtype, recvbuf, nullptr, nullptr, recvtype, comm,
-                  sendcount, recvcount, false, "EP_Alltoall");
+                  sendcount, recvcount, false, nullptr, "EP_Alltoall");
+}
+
+int EP_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request* request) {
+  EP_CHECK_INIT("EP_Ialltoall");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoall", "request is NULL");
+  return alltoall(sendbuf, nullptr, nullptr, sendtype, recvbuf, nullptr, nullptr, recvtype, comm,
+                  sendcount, recvcount, false, request, "EP_Ialltoall");
 }
 
 int EP_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
                  MPI_Datatype recvtype, EP_Comm comm) {
   return alltoall(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                  comm, 0, 0, true, "EP_Alltoallv");
+                  comm, 0, 0, true, nullptr, "EP_Alltoallv");
+}
+
+int EP_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, EP_Comm comm,
+                  EP_Request* request) {
+  EP_CHECK_INIT("EP_Ialltoallv");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoallv", "request is NULL");
+  return alltoall(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
+                  comm, 0, 0, true, request, "EP_Ialltoallv");
+}
+
+int EP_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                 const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                 const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm) {
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, comm, nullptr, "EP_Alltoallw");
+}
+
+int EP_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm,
+                  EP_Request* request) {
+  EP_CHECK_INIT("EP_Ialltoallw");
+  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoallw", "request is NULL");
+  return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                   recvtypes, comm, request, "EP_Ialltoallw");
 }

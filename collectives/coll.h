@@ -1,21 +1,36 @@
 // coll.h - collectives over endpoints communicators: the interface api/ uses.
 //
 // What it is: every collective of API.md on intracommunicators, blocking and
-// nonblocking, through one engine (engine.h: local arrival, an exchange among
-// fragments, local finish; families in ops.cc and ops_reduce.cc); blocking calls start
-// and wait, except the allreduces that take the blocking fast path (fast.h).  On
+// nonblocking (each Kind below has both forms: the nonblocking call returns start()'s
+// request, the blocking one waits for it), through one engine (engine.h: local arrival,
+// an exchange among fragments, local finish; families in ops.cc and ops_reduce.cc);
+// blocking calls start and wait, except the allreduces that take the blocking fast path
+// (fast.h).  So a nonblocking collective has the same hierarchical shape as its blocking
+// form: one exchange among fragment leaders, progressed by the engine's pass hook (the
+// progress thread, or a waiter); many may be outstanding on one or several
+// communicators, each matched by its start order (Endpoint::coll_seq).  On
 // intercommunicators: Barrier, Bcast and Allreduce (blocking, inter.cc).  Arguments are
 // checked by api/.
 //
 // Which layouts take which path.  Data always travels tagged with its rank, so every
 // layout is correct (grouped by process, reversed, interleaved, several fragments per
-// process after a merge).  Reductions differ:
+// process after a merge), for the data-movement families too:
+//   - Gather(v), Allgather(v), Scatter(v), Alltoall(v,w), blocking or not, on any
+//     layout: each fragment's blob carries (rank, bytes) records (Alltoall: (source,
+//     destination, bytes)), packed with the sender's datatype (per peer for Alltoallw)
+//     and unpacked with the receiver's, so no layout takes a different path;
+//   - the blocking fast path (fast.h) serves only blocking allreduces with a predefined
+//     op; every nonblocking collective, and every other blocking one, runs on the
+//     engine whatever the layout.
+// Reductions differ:
 //   - op commutative, or layout grouped (each fragment's ranks contiguous): every
 //     fragment combines its endpoints' inputs in rank order (in parallel chunks when
 //     large, reduce_util.h), the fragments swap these partials and each combines them
 //     in fragment (= rank) order: one value per fragment travels;
 //   - non-commutative op on a non-grouped layout: every rank's input travels and
 //     each fragment applies the op in rank order, x0 op (x1 op (... op x(n-1))).
+// This holds for Reduce, Allreduce and Reduce_scatter(_block), blocking or not; Scan
+// and Exscan always send every rank's input (each rank's result is its own prefix).
 // Ops are applied with libep's loops or MPI_Reduce_local, so user ops and every
 // datatype work.
 //
@@ -46,6 +61,7 @@ enum class Kind {
   kAllgather,      // also Allgatherv
   kScatter,        // also Scatterv
   kAlltoall,       // also Alltoallv
+  kAlltoallw,      // per-peer datatypes (Part::stypes/rtypes), byte displacements
   kReduceScatter,  // also Reduce_scatter_block (rcounts in the part)
   kScan,
   kExscan,

@@ -77,6 +77,10 @@ struct Part {
   MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
   TypeInfo sti, rti;
   std::vector<int> scounts, sdispls, rcounts, rdispls;  // v-variants (by peer rank)
+  // Alltoallw only (by peer rank): each peer's datatype and its description; the
+  // displacements above are then in bytes, as MPI 3.1 section 5.8 says.
+  std::vector<MPI_Datatype> stypes, rtypes;
+  std::vector<TypeInfo> stis, rtis;
   Request* req = nullptr;
 };
 

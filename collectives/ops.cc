@@ -1,5 +1,5 @@
 // ops.cc - the data-movement collective families (Barrier, Bcast, Gather(v),
-// Allgather(v), Scatter(v), Alltoall(v)): phases 1 and 3 of engine.h; make_op and start.
+// Allgather(v), Scatter(v), Alltoall(v,w)): phases 1 and 3 of engine.h; make_op and start.
 #include <memory>
 #include <string>
 #include <utility>
@@ -100,24 +100,24 @@ class ScatterOp final : public CollOp {
   }
 };
 
-// Alltoall(v).
+// Alltoall(v), and Alltoallw (w_: a datatype per peer, displacements in bytes).
 class AlltoallOp final : public CollOp {
  public:
+  explicit AlltoallOp(bool w) : w_(w) {}
   void start() override {
     pattern = Pattern::kAlltoall;
     std::vector<BlobWriter> w(c->frag_leaders.size());
     for (const Part& p : parts) {
+      // Under EP_IN_PLACE the blocks to send sit where the received ones go.
       const bool in_place = p.sbuf == ep::in_place();
-      const void* base = in_place ? p.rbuf : p.sbuf;
-      const std::vector<int>& cnt = in_place ? p.rcounts : p.scounts;
-      const std::vector<int>& dsp = in_place ? p.rdispls : p.sdispls;
-      const TypeInfo& ti = in_place ? p.rti : p.sti;
-      MPI_Datatype t = in_place ? p.rtype : p.stype;
       for (int d = 0; d < c->size; ++d) {
         BlobWriter& x = w[c->frag_of[d]];
         x.put<int>(p.rank);
         x.put<int>(d);
-        x.put_bytes(pack_n(elem(base, dsp[d], ti), cnt[d], t, ti));
+        x.put_bytes(in_place ? pack_block(p.rbuf, p.rcounts, p.rdispls, p.rtype, p.rti, p.rtypes,
+                                          p.rtis, d)
+                             : pack_block(p.sbuf, p.scounts, p.sdispls, p.stype, p.sti, p.stypes,
+                                          p.stis, d));
       }
     }
     out_for.clear();
@@ -131,11 +131,27 @@ class AlltoallOp final : public CollOp {
         int dst = rd.get<int>();
         std::string b = rd.get_bytes();
         Part* p = part_of_rank(*this, dst);
-        if (p != nullptr)
+        if (p == nullptr) continue;
+        if (w_) {
+          unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
+                   p->rtypes[src], p->rtis[src]);
+        } else {
           unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+        }
       }
     }
   }
+
+ private:
+  // Block `d` of one side (send, or receive under EP_IN_PLACE), packed.
+  std::string pack_block(const void* base, const std::vector<int>& cnt,
+                         const std::vector<int>& dsp, MPI_Datatype t, const TypeInfo& ti,
+                         const std::vector<MPI_Datatype>& ts, const std::vector<TypeInfo>& tis,
+                         int d) const {
+    if (w_) return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], ts[d], tis[d]);
+    return pack_n(elem(base, dsp[d], ti), cnt[d], t, ti);
+  }
+  bool w_;
 };
 
 std::unique_ptr<CollOp> make_op(Kind kind) {
@@ -155,7 +171,9 @@ std::unique_ptr<CollOp> make_op(Kind kind) {
     case Kind::kScatter:
       return std::make_unique<ScatterOp>();
     case Kind::kAlltoall:
-      return std::make_unique<AlltoallOp>();
+      return std::make_unique<AlltoallOp>(/*w=*/false);
+    case Kind::kAlltoallw:
+      return std::make_unique<AlltoallOp>(/*w=*/true);
     case Kind::kScan:
       return make_scan_op(/*exclusive=*/false);
     case Kind::kExscan:

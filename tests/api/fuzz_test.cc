@@ -71,6 +71,7 @@ enum class K {
   kOut,          // an output pointer (NULL is an error)
   kArr,          // an input array (NULL is an error)
   kCounts,       // an array of counts (NULL, or a negative entry)
+  kTypes,        // an array of datatypes, one per rank (NULL, or an MPI_DATATYPE_NULL entry)
   kRanks,        // an array of ranks (NULL, or an out-of-range entry)
   kRanges,       // an array of rank ranges (NULL, stride 0, a range out of the group)
   kStatusIn,     // an input status pointer
@@ -157,6 +158,8 @@ struct Comm {
   int rank = 0, size = 0;
   EP_Win win = EP_WIN_NULL;
   std::vector<int> ones, displs, neg_counts, bad_ranks;
+  std::vector<int> bdispls;  // displs in bytes (Alltoallw)
+  std::vector<MPI_Datatype> types, bad_types;  // MPI_INT per rank; the last one null
 };
 
 struct Ctx {
@@ -293,6 +296,10 @@ std::vector<Bad> bads(K k, Ctx& c, const Comm& cm) {
     case K::kCounts:
       v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
       v.push_back(pval(cm.neg_counts.data(), EP_ERR_COUNT, "an array with a negative count"));
+      break;
+    case K::kTypes:
+      v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
+      v.push_back(pval(cm.bad_types.data(), EP_ERR_TYPE, "an array holding MPI_DATATYPE_NULL"));
       break;
     case K::kRanks:
       v.push_back(pval(nullptr, EP_ERR_ARG, "NULL"));
@@ -565,6 +572,13 @@ int in_epoch(Comm& cm, const std::function<int()>& f) {
   {#f, Mode::kColl, {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kOp}, {K::kComm}}, \
    FN(return f(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1), a.type(3, MPI_INT), a.op(4, MPI_SUM),    \
                a.p(5, m.h));)}
+
+#define ISCAN(f)                                                                                 \
+  {#f, Mode::kColl,                                                                              \
+   {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kOp}, {K::kComm}, {K::kOut}},   \
+   FN(EP_Request r = EP_REQUEST_NULL;                                                            \
+      return f(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1), a.type(3, MPI_INT), a.op(4, MPI_SUM),    \
+               a.p(5, m.h), a.p(6, &r));)}
 
 // Groups built from the world group (c.group); a result is freed.
 #define GROUP_RANKS(f)                                                                        \
@@ -866,6 +880,12 @@ const std::vector<Entry>& table() {
        {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kOp}, {K::kComm}},
        FN(return EP_Reduce_scatter_block(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1),
                                          a.type(3, MPI_INT), a.op(4, MPI_SUM), a.p(5, m.h));)},
+      {"EP_Alltoallw", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCounts}, {K::kArr}, {K::kTypes}, {K::kRecvBuf}, {K::kCounts},
+        {K::kArr}, {K::kTypes}, {K::kComm}},
+       FN(return EP_Alltoallw(a.p(0, c.s()), a.p(1, m.ones.data()), a.p(2, m.bdispls.data()),
+                              a.p(3, m.types.data()), a.p(4, c.r()), a.p(5, m.ones.data()),
+                              a.p(6, m.bdispls.data()), a.p(7, m.types.data()), a.p(8, m.h));)},
       SCAN(EP_Scan),
       SCAN(EP_Exscan),
       {"EP_Ibarrier", Mode::kColl, {{K::kComm}, {K::kOut}},
@@ -886,6 +906,80 @@ const std::vector<Entry>& table() {
        FN(EP_Request r = EP_REQUEST_NULL;
           return EP_Iallreduce(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1), a.type(3, MPI_INT),
                                a.op(4, MPI_SUM), a.p(5, m.h), a.p(6, &r));)},
+      {"EP_Igather", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCount}, {K::kType}, ro(K::kRecvBuf), ro(K::kCount), ro(K::kType),
+        {K::kRoot}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Igather(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()), a.i(4, 1),
+                            a.type(5, MPI_INT), a.i(6, 0), a.p(7, m.h), a.p(8, &r));)},
+      {"EP_Igatherv", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCount}, {K::kType}, ro(K::kRecvBuf), ro(K::kCounts), ro(K::kArr),
+        ro(K::kType), {K::kRoot}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Igatherv(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()),
+                             a.p(4, m.ones.data()), a.p(5, m.displs.data()), a.type(6, MPI_INT),
+                             a.i(7, 0), a.p(8, m.h), a.p(9, &r));)},
+      {"EP_Iscatter", Mode::kColl,
+       {ro(K::kSendBuf), ro(K::kCount), ro(K::kType), {K::kRecvBufIP}, {K::kCount}, {K::kType},
+        {K::kRoot}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Iscatter(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()), a.i(4, 1),
+                             a.type(5, MPI_INT), a.i(6, 0), a.p(7, m.h), a.p(8, &r));)},
+      {"EP_Iscatterv", Mode::kColl,
+       {ro(K::kSendBuf), ro(K::kCounts), ro(K::kArr), ro(K::kType), {K::kRecvBufIP}, {K::kCount},
+        {K::kType}, {K::kRoot}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Iscatterv(a.p(0, c.s()), a.p(1, m.ones.data()), a.p(2, m.displs.data()),
+                              a.type(3, MPI_INT), a.p(4, c.r()), a.i(5, 1), a.type(6, MPI_INT),
+                              a.i(7, 0), a.p(8, m.h), a.p(9, &r));)},
+      {"EP_Iallgather", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCount}, {K::kType}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kComm},
+        {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Iallgather(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()),
+                               a.i(4, 1), a.type(5, MPI_INT), a.p(6, m.h), a.p(7, &r));)},
+      {"EP_Iallgatherv", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCount}, {K::kType}, {K::kRecvBuf}, {K::kCounts}, {K::kArr},
+        {K::kType}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Iallgatherv(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()),
+                                a.p(4, m.ones.data()), a.p(5, m.displs.data()), a.type(6, MPI_INT),
+                                a.p(7, m.h), a.p(8, &r));)},
+      {"EP_Ialltoall", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCount}, {K::kType}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kComm},
+        {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Ialltoall(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.p(3, c.r()),
+                              a.i(4, 1), a.type(5, MPI_INT), a.p(6, m.h), a.p(7, &r));)},
+      {"EP_Ialltoallv", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCounts}, {K::kArr}, {K::kType}, {K::kRecvBuf}, {K::kCounts},
+        {K::kArr}, {K::kType}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Ialltoallv(a.p(0, c.s()), a.p(1, m.ones.data()), a.p(2, m.displs.data()),
+                               a.type(3, MPI_INT), a.p(4, c.r()), a.p(5, m.ones.data()),
+                               a.p(6, m.displs.data()), a.type(7, MPI_INT), a.p(8, m.h),
+                               a.p(9, &r));)},
+      {"EP_Ialltoallw", Mode::kColl,
+       {{K::kSendBufIP}, {K::kCounts}, {K::kArr}, {K::kTypes}, {K::kRecvBuf}, {K::kCounts},
+        {K::kArr}, {K::kTypes}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Ialltoallw(a.p(0, c.s()), a.p(1, m.ones.data()), a.p(2, m.bdispls.data()),
+                               a.p(3, m.types.data()), a.p(4, c.r()), a.p(5, m.ones.data()),
+                               a.p(6, m.bdispls.data()), a.p(7, m.types.data()), a.p(8, m.h),
+                               a.p(9, &r));)},
+      {"EP_Ireduce_scatter", Mode::kColl,
+       {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCounts}, {K::kType}, {K::kOp}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Ireduce_scatter(a.p(0, c.s()), a.p(1, c.r()), a.p(2, m.ones.data()),
+                                    a.type(3, MPI_INT), a.op(4, MPI_SUM), a.p(5, m.h), a.p(6, &r));)},
+      {"EP_Ireduce_scatter_block", Mode::kColl,
+       {{K::kSendBufIP}, {K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kOp}, {K::kComm}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL;
+          return EP_Ireduce_scatter_block(a.p(0, c.s()), a.p(1, c.r()), a.i(2, 1),
+                                          a.type(3, MPI_INT), a.op(4, MPI_SUM), a.p(5, m.h),
+                                          a.p(6, &r));)},
+      ISCAN(EP_Iscan),
+      ISCAN(EP_Iexscan),
       // ---- Helper teams
       {"EP_Team_create", Mode::kLocal, {{K::kMaxsize}, {K::kOut}},
        FN(EP_Team t = EP_TEAM_NULL; const int rc = EP_Team_create(a.i(0, 2), MPI_INFO_NULL, a.p(1, &t));
@@ -1159,6 +1253,10 @@ Comm make_comm(EP_Comm h) {
   m.neg_counts = m.ones;
   m.neg_counts.back() = -1;
   m.bad_ranks = {0, m.size};
+  for (int q = 0; q < m.size; ++q) m.bdispls.push_back(q * static_cast<int>(sizeof(int)));
+  m.types.assign(static_cast<size_t>(m.size), MPI_INT);
+  m.bad_types = m.types;
+  m.bad_types.back() = MPI_DATATYPE_NULL;
   return m;
 }
 

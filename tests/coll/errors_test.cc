@@ -6,7 +6,9 @@
 //  * MPI_DATATYPE_NULL and an uncommitted derived type -> EP_ERR_TYPE;
 //  * a collective that is for intracommunicators only (EP_Gather, ..., EP_Ibarrier, ...)
 //    on an intercommunicator -> EP_ERR_COMM; EP_COMM_NULL -> EP_ERR_COMM;
-//  * a NULL request pointer to a nonblocking collective -> EP_ERR_ARG.
+//  * a NULL request pointer to a nonblocking collective -> EP_ERR_ARG;
+//  * the same for the issue-32 calls (every other nonblocking collective, EP_Alltoallw:
+//    a NULL datatype array -> EP_ERR_ARG, one holding MPI_DATATYPE_NULL -> EP_ERR_TYPE).
 // Every endpoint passes the same bad argument, so every endpoint must get the error (none
 // may hang waiting for the others), EP_Error_string must name the failing call, and the
 // communicator must still work afterwards (a checked Allreduce/Bcast after each batch).
@@ -293,6 +295,193 @@ TEST_P(Errors, InPlaceWhereMpiForbidsIt) {
     EXPECT_EQ(buf, buf0) << w << ": a failed call wrote its send buffer";
     EXPECT_EQ(rb, rb0) << w << ": a failed call wrote a receive buffer";
     expect_still_works(c, 17);
+  });
+}
+
+// The issue-32 calls (every other nonblocking collective and EP_Alltoallw): bad root,
+// negative counts, null and uncommitted datatypes (an Alltoallw type array that is NULL
+// or holds MPI_DATATYPE_NULL), MPI_OP_NULL, EP_IN_PLACE where MPI forbids it, and a NULL
+// request pointer.  Every endpoint fails at once, returns no request and writes nothing.
+TEST_P(Errors, Issue32CallsWrongArguments) {
+  MatOp mop;
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int n = c.size;
+    const size_t len = static_cast<size_t>(4 * n) + 4;
+    std::vector<int> buf(len), rb(len);
+    for (size_t i = 0; i < len; ++i) {
+      buf[i] = c.me * 1000 + static_cast<int>(i);
+      rb[i] = -c.me - 1;
+    }
+    const std::vector<int> buf0 = buf, rb0 = rb;
+    std::vector<int> ones(static_cast<size_t>(n), 1), displs(static_cast<size_t>(n)),
+        bdispls(static_cast<size_t>(n));
+    for (int q = 0; q < n; ++q) {
+      displs[static_cast<size_t>(q)] = q;
+      bdispls[static_cast<size_t>(q)] = q * static_cast<int>(sizeof(int));
+    }
+    std::vector<int> neg = ones;
+    neg[static_cast<size_t>(n - 1)] = -1;
+    std::vector<MPI_Datatype> types(static_cast<size_t>(n), MPI_INT), bad_types = types;
+    bad_types[static_cast<size_t>(n - 1)] = MPI_DATATYPE_NULL;
+    MPI_Datatype unc = MPI_DATATYPE_NULL;
+    MPI_Type_contiguous(2, MPI_INT, &unc);
+    const int* s = buf.data();
+    int* r = rb.data();
+    void* ip = EP_IN_PLACE;
+    const std::string& w = c.what;
+    EP_Request rq = EP_REQUEST_NULL;
+    const int root = n - 1;
+    const bool at_root = c.rank == root;
+    // Bad roots.
+    for (int bad : {-1, n, EP_ROOT}) {
+      const std::string wr = w + " root " + std::to_string(bad);
+      expect_error(EP_Igather(s, 1, MPI_INT, r, 1, MPI_INT, bad, c.comm, &rq), EP_ERR_ROOT,
+                   "EP_Igather", wr);
+      expect_error(EP_Igatherv(s, 1, MPI_INT, r, ones.data(), displs.data(), MPI_INT, bad, c.comm,
+                               &rq),
+                   EP_ERR_ROOT, "EP_Igatherv", wr);
+      expect_error(EP_Iscatter(s, 1, MPI_INT, r, 1, MPI_INT, bad, c.comm, &rq), EP_ERR_ROOT,
+                   "EP_Iscatter", wr);
+      expect_error(EP_Iscatterv(s, ones.data(), displs.data(), MPI_INT, r, 1, MPI_INT, bad, c.comm,
+                                &rq),
+                   EP_ERR_ROOT, "EP_Iscatterv", wr);
+    }
+    // Negative counts (and a negative entry of a count array).
+    expect_error(EP_Igather(s, -1, MPI_INT, r, -1, MPI_INT, root, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Igather", w);
+    expect_error(EP_Igatherv(s, -1, MPI_INT, r, neg.data(), displs.data(), MPI_INT, root, c.comm,
+                             &rq),
+                 EP_ERR_COUNT, "EP_Igatherv", w);
+    expect_error(EP_Iscatter(s, -1, MPI_INT, r, -1, MPI_INT, root, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Iscatter", w);
+    expect_error(EP_Iscatterv(s, neg.data(), displs.data(), MPI_INT, r, -1, MPI_INT, root, c.comm,
+                              &rq),
+                 EP_ERR_COUNT, "EP_Iscatterv", w);
+    expect_error(EP_Iallgather(s, -1, MPI_INT, r, -1, MPI_INT, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Iallgather", w);
+    expect_error(EP_Iallgatherv(s, 1, MPI_INT, r, neg.data(), displs.data(), MPI_INT, c.comm, &rq),
+                 EP_ERR_COUNT, "EP_Iallgatherv", w);
+    expect_error(EP_Ialltoall(s, -1, MPI_INT, r, -1, MPI_INT, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Ialltoall", w);
+    expect_error(EP_Ialltoallv(s, neg.data(), displs.data(), MPI_INT, r, neg.data(), displs.data(),
+                               MPI_INT, c.comm, &rq),
+                 EP_ERR_COUNT, "EP_Ialltoallv", w);
+    expect_error(EP_Alltoallw(s, neg.data(), bdispls.data(), types.data(), r, neg.data(),
+                              bdispls.data(), types.data(), c.comm),
+                 EP_ERR_COUNT, "EP_Alltoallw", w);
+    expect_error(EP_Ialltoallw(s, ones.data(), bdispls.data(), types.data(), r, neg.data(),
+                               bdispls.data(), types.data(), c.comm, &rq),
+                 EP_ERR_COUNT, "EP_Ialltoallw", w);
+    expect_error(EP_Ireduce_scatter(s, r, neg.data(), MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Ireduce_scatter", w);
+    expect_error(EP_Ireduce_scatter_block(s, r, -1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_COUNT,
+                 "EP_Ireduce_scatter_block", w);
+    expect_error(EP_Iscan(s, r, -1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_COUNT, "EP_Iscan", w);
+    expect_error(EP_Iexscan(s, r, -1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_COUNT, "EP_Iexscan",
+                 w);
+    // Null and uncommitted datatypes.
+    expect_error(EP_Iallgather(s, 1, MPI_DATATYPE_NULL, r, 1, MPI_INT, c.comm, &rq), EP_ERR_TYPE,
+                 "EP_Iallgather", w);
+    expect_error(EP_Ialltoall(s, 1, MPI_INT, r, 1, unc, c.comm, &rq), EP_ERR_TYPE, "EP_Ialltoall",
+                 w);
+    expect_error(EP_Igather(s, 1, unc, r, 1, MPI_INT, root, c.comm, &rq), EP_ERR_TYPE, "EP_Igather",
+                 w);
+    expect_error(EP_Iscan(s, r, 1, MPI_DATATYPE_NULL, MPI_SUM, c.comm, &rq), EP_ERR_TYPE,
+                 "EP_Iscan", w);
+    expect_error(EP_Ireduce_scatter_block(s, r, 1, unc, MPI_SUM, c.comm, &rq), EP_ERR_TYPE,
+                 "EP_Ireduce_scatter_block", w);
+    expect_error(EP_Alltoallw(s, ones.data(), bdispls.data(), bad_types.data(), r, ones.data(),
+                              bdispls.data(), types.data(), c.comm),
+                 EP_ERR_TYPE, "EP_Alltoallw", w);
+    expect_error(EP_Ialltoallw(s, ones.data(), bdispls.data(), types.data(), r, ones.data(),
+                               bdispls.data(), bad_types.data(), c.comm, &rq),
+                 EP_ERR_TYPE, "EP_Ialltoallw", w);
+    expect_error(EP_Alltoallw(s, ones.data(), bdispls.data(), nullptr, r, ones.data(),
+                              bdispls.data(), types.data(), c.comm),
+                 EP_ERR_ARG, "EP_Alltoallw", w);
+    expect_error(EP_Ialltoallw(s, ones.data(), nullptr, types.data(), r, ones.data(),
+                               bdispls.data(), types.data(), c.comm, &rq),
+                 EP_ERR_ARG, "EP_Ialltoallw", w);
+    // MPI_OP_NULL.
+    expect_error(EP_Ireduce_scatter(s, r, ones.data(), MPI_INT, MPI_OP_NULL, c.comm, &rq),
+                 EP_ERR_OP, "EP_Ireduce_scatter", w);
+    expect_error(EP_Ireduce_scatter_block(s, r, 1, mop.type, MPI_OP_NULL, c.comm, &rq), EP_ERR_OP,
+                 "EP_Ireduce_scatter_block", w);
+    expect_error(EP_Iscan(s, r, 1, MPI_INT, MPI_OP_NULL, c.comm, &rq), EP_ERR_OP, "EP_Iscan", w);
+    expect_error(EP_Iexscan(ip, r, 1, MPI_INT, MPI_OP_NULL, c.comm, &rq), EP_ERR_OP, "EP_Iexscan",
+                 w);
+    // EP_IN_PLACE where MPI forbids it (rooted: the root's other buffer, the others' own).
+    expect_error(EP_Iallgather(s, 1, MPI_INT, ip, 1, MPI_INT, c.comm, &rq), EP_ERR_BUFFER,
+                 "EP_Iallgather", w);
+    expect_error(EP_Iallgatherv(s, 1, MPI_INT, ip, ones.data(), displs.data(), MPI_INT, c.comm,
+                                &rq),
+                 EP_ERR_BUFFER, "EP_Iallgatherv", w);
+    expect_error(EP_Ialltoall(s, 1, MPI_INT, ip, 1, MPI_INT, c.comm, &rq), EP_ERR_BUFFER,
+                 "EP_Ialltoall", w);
+    expect_error(EP_Ialltoallv(ip, ones.data(), displs.data(), MPI_INT, ip, ones.data(),
+                               displs.data(), MPI_INT, c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Ialltoallv", w);
+    expect_error(EP_Alltoallw(s, ones.data(), bdispls.data(), types.data(), ip, ones.data(),
+                              bdispls.data(), types.data(), c.comm),
+                 EP_ERR_BUFFER, "EP_Alltoallw", w);
+    expect_error(EP_Ialltoallw(ip, ones.data(), bdispls.data(), types.data(), ip, ones.data(),
+                               bdispls.data(), types.data(), c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Ialltoallw", w);
+    expect_error(EP_Ireduce_scatter(s, ip, ones.data(), MPI_INT, MPI_SUM, c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Ireduce_scatter", w);
+    expect_error(EP_Ireduce_scatter_block(ip, ip, 1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_BUFFER,
+                 "EP_Ireduce_scatter_block", w);
+    expect_error(EP_Iscan(s, ip, 1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_BUFFER, "EP_Iscan", w);
+    expect_error(EP_Iexscan(ip, ip, 1, MPI_INT, MPI_SUM, c.comm, &rq), EP_ERR_BUFFER, "EP_Iexscan",
+                 w);
+    expect_error(EP_Igather(at_root ? s : ip, 1, MPI_INT, at_root ? ip : r, 1, MPI_INT, root, c.comm,
+                            &rq),
+                 EP_ERR_BUFFER, "EP_Igather", w);
+    expect_error(EP_Igatherv(at_root ? s : ip, 1, MPI_INT, at_root ? ip : r, ones.data(),
+                             displs.data(), MPI_INT, root, c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Igatherv", w);
+    expect_error(EP_Iscatter(at_root ? ip : s, 1, MPI_INT, at_root ? r : ip, 1, MPI_INT, root,
+                             c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Iscatter", w);
+    expect_error(EP_Iscatterv(at_root ? ip : s, ones.data(), displs.data(), MPI_INT,
+                              at_root ? r : ip, 1, MPI_INT, root, c.comm, &rq),
+                 EP_ERR_BUFFER, "EP_Iscatterv", w);
+    // NULL request pointers.
+    expect_error(EP_Igather(s, 1, MPI_INT, r, 1, MPI_INT, 0, c.comm, nullptr), EP_ERR_ARG,
+                 "EP_Igather", w);
+    expect_error(EP_Igatherv(s, 1, MPI_INT, r, ones.data(), displs.data(), MPI_INT, 0, c.comm,
+                             nullptr),
+                 EP_ERR_ARG, "EP_Igatherv", w);
+    expect_error(EP_Iscatter(s, 1, MPI_INT, r, 1, MPI_INT, 0, c.comm, nullptr), EP_ERR_ARG,
+                 "EP_Iscatter", w);
+    expect_error(EP_Iscatterv(s, ones.data(), displs.data(), MPI_INT, r, 1, MPI_INT, 0, c.comm,
+                              nullptr),
+                 EP_ERR_ARG, "EP_Iscatterv", w);
+    expect_error(EP_Iallgather(s, 1, MPI_INT, r, 1, MPI_INT, c.comm, nullptr), EP_ERR_ARG,
+                 "EP_Iallgather", w);
+    expect_error(EP_Iallgatherv(s, 1, MPI_INT, r, ones.data(), displs.data(), MPI_INT, c.comm,
+                                nullptr),
+                 EP_ERR_ARG, "EP_Iallgatherv", w);
+    expect_error(EP_Ialltoall(s, 1, MPI_INT, r, 1, MPI_INT, c.comm, nullptr), EP_ERR_ARG,
+                 "EP_Ialltoall", w);
+    expect_error(EP_Ialltoallv(s, ones.data(), displs.data(), MPI_INT, r, ones.data(),
+                               displs.data(), MPI_INT, c.comm, nullptr),
+                 EP_ERR_ARG, "EP_Ialltoallv", w);
+    expect_error(EP_Ialltoallw(s, ones.data(), bdispls.data(), types.data(), r, ones.data(),
+                               bdispls.data(), types.data(), c.comm, nullptr),
+                 EP_ERR_ARG, "EP_Ialltoallw", w);
+    expect_error(EP_Ireduce_scatter(s, r, ones.data(), MPI_INT, MPI_SUM, c.comm, nullptr),
+                 EP_ERR_ARG, "EP_Ireduce_scatter", w);
+    expect_error(EP_Ireduce_scatter_block(s, r, 1, MPI_INT, MPI_SUM, c.comm, nullptr), EP_ERR_ARG,
+                 "EP_Ireduce_scatter_block", w);
+    expect_error(EP_Iscan(s, r, 1, MPI_INT, MPI_SUM, c.comm, nullptr), EP_ERR_ARG, "EP_Iscan", w);
+    expect_error(EP_Iexscan(s, r, 1, MPI_INT, MPI_SUM, c.comm, nullptr), EP_ERR_ARG, "EP_Iexscan",
+                 w);
+    MPI_Type_free(&unc);
+    EXPECT_EQ(rq, EP_REQUEST_NULL) << w << ": a failed call returned a request";
+    EXPECT_EQ(buf, buf0) << w << ": a failed call wrote its send buffer";
+    EXPECT_EQ(rb, rb0) << w << ": a failed call wrote a receive buffer";
+    expect_still_works(c, 19);
   });
 }
 

@@ -10,8 +10,17 @@
 //                                  free), repetitions interleaved; and, when both
 //                                  processes share a node, row 1's scheduling floor
 //                                  (below);
+//                                  Then the nonblocking rows (issue 32, nb_rows): an
+//                                  EP_Iallreduce of 1 MiB overlapped with 5 ms of
+//                                  computation against the computation alone;
+//                                  EP_Ialltoall / EP_Iallgather of 8 B and 64 KiB per
+//                                  endpoint (start + wait) against the blocking calls;
+//                                  blocking EP_Alltoall / EP_Allgather of 64 KiB;
 //   mpiexec -n 4 coll_bench mpi4   plain MPI with 4 processes ("MPI everywhere":
-//                                  MPI_Allreduce of 8 B, MPI_Barrier).
+//                                  MPI_Allreduce of 8 B, MPI_Barrier, MPI_Alltoall and
+//                                  MPI_Allgather of 64 KiB per process).
+// --nb-only skips every row but the nonblocking ones (and their MPI-everywhere
+// baselines).
 // Each figure is the median over --reps repetitions of the mean time per operation
 // (endpoint 0 / rank 0 measures); bandwidth = bytes / time.
 #include <ep/ep.h>
@@ -24,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,10 +46,14 @@ using ep_bench::median;
 using ep_bench::now_s;
 
 int g_reps = 7;
+bool g_nb_only = false;
 constexpr int kSmallIters = 20000, kBigIters = 100, kDupIters = 300;
 // 4 busy-polling MPI processes on a 2-core machine take milliseconds per operation.
 constexpr int kOversubscribedIters = 300;
 constexpr int kBigCount = (1 << 20) / 8;  // 1 MiB of doubles
+constexpr int k64kCount = (64 << 10) / 8;  // 64 KiB of doubles
+constexpr int kOverlapIters = 20;          // overlapped allreduces per repetition
+constexpr double kComputeS = 5e-3;         // the computation they overlap with
 
 // Times `iters` calls of fn (after a warm-up of iters/10) and returns seconds per call.
 template <class F>
@@ -145,7 +159,7 @@ class Floor {
 void mpi_only(int rank) {
   std::vector<double> ar, bar;
   double x = 1, y = 0;
-  for (int r = 0; r < g_reps; ++r) {
+  for (int r = 0; r < (g_nb_only ? 0 : g_reps); ++r) {
     MPI_Barrier(MPI_COMM_WORLD);
     ar.push_back(time_per_call(kOversubscribedIters, [&] {
       CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
@@ -153,10 +167,187 @@ void mpi_only(int rank) {
     MPI_Barrier(MPI_COMM_WORLD);
     bar.push_back(time_per_call(kOversubscribedIters, [&] { CHECK(MPI_Barrier(MPI_COMM_WORLD)); }));
   }
-  if (rank == 0) {
+  if (rank == 0 && !g_nb_only) {
     print("mpi4_allreduce8_us", ar, 1e6);
     print("mpi4_barrier_us", bar, 1e6);
   }
+  // 64 KiB per process (per peer for the all-to-all).
+  int n = 0;
+  CHECK(MPI_Comm_size(MPI_COMM_WORLD, &n));
+  std::vector<double> in(static_cast<size_t>(n) * k64kCount, 1.0),
+      out(static_cast<size_t>(n) * k64kCount);
+  std::vector<double> a2a, ag;
+  for (int r = 0; r < g_reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    a2a.push_back(time_per_call(kBigIters, [&] {
+      CHECK(MPI_Alltoall(in.data(), k64kCount, MPI_DOUBLE, out.data(), k64kCount, MPI_DOUBLE,
+                         MPI_COMM_WORLD));
+    }));
+    MPI_Barrier(MPI_COMM_WORLD);
+    ag.push_back(time_per_call(kBigIters, [&] {
+      CHECK(MPI_Allgather(in.data(), k64kCount, MPI_DOUBLE, out.data(), k64kCount, MPI_DOUBLE,
+                          MPI_COMM_WORLD));
+    }));
+  }
+  if (rank == 0) {
+    print("mpi4_alltoall64k_us", a2a, 1e6);
+    print("mpi4_allgather64k_us", ag, 1e6);
+  }
+}
+
+// ---- Nonblocking rows (issue 32) ----------------------------------------------------------
+
+// A busy loop of `n` steps outside libep (the "computation").
+double g_sink = 0;
+void work(int64_t n) {
+  double x = 1.0;
+  for (int64_t i = 0; i < n; ++i) x = x * 1.0000001 + 1e-9;
+  g_sink += x;  // keeps the loop
+}
+
+// Steps of work() that take kComputeS on one otherwise idle thread (best of 5).
+int64_t calibrate_work() {
+  const int64_t probe = 1 << 22;
+  double best = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = now_s();
+    work(probe);
+    best = std::min(best, now_s() - t0);
+  }
+  return static_cast<int64_t>(probe * kComputeS / best);
+}
+
+// Per endpoint 0 of this process, seconds: the median over the repetitions.
+struct NbTimes {
+  std::vector<double> alone, overlap, iallreduce, wait, done, done_sleep;  // row 6
+  std::vector<double> ia2a8, a2a8, ia2a64, a2a64;          // rows 7, 9
+  std::vector<double> iag8, ag8, iag64, ag64;              // rows 8, 9
+};
+
+// Start + wait of a nonblocking call, per call.
+template <class F>
+double time_nb(int iters, F&& start) {
+  return time_per_call(iters, [&] {
+    EP_Request rq = EP_REQUEST_NULL;
+    CHECK(start(&rq));
+    CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
+  });
+}
+
+// One repetition on endpoint `i` (comm c, n ranks); endpoint 0 records into *t.
+void nb_rep(EP_Comm c, int i, int64_t steps, NbTimes* t) {
+  int n = 0;
+  CHECK(EP_Comm_size(c, &n));
+  std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
+  double alone = 0, overlap = 0, comm = 0, wait = 0;
+  int done = 0;  // overlapped allreduces already complete when the computation ended
+  int done_sleep = 0;  // the same when the endpoints sleep instead of computing
+  for (int it = 0; it < kOverlapIters; ++it) {
+    CHECK(EP_Barrier(c));
+    double t0 = now_s();
+    work(steps);
+    alone += now_s() - t0;
+    CHECK(EP_Barrier(c));
+    t0 = now_s();
+    EP_Request rq = EP_REQUEST_NULL;
+    CHECK(EP_Iallreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c, &rq));
+    work(steps);
+    const double t1 = now_s();
+    int flag = 0;
+    CHECK(EP_Test(&rq, &flag, EP_STATUS_IGNORE));
+    done += flag;
+    if (!flag) CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
+    wait += now_s() - t1;
+    overlap += now_s() - t0;
+    CHECK(EP_Barrier(c));
+    CHECK(EP_Iallreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c, &rq));
+    std::this_thread::sleep_for(std::chrono::duration<double>(kComputeS));
+    CHECK(EP_Test(&rq, &flag, EP_STATUS_IGNORE));
+    done_sleep += flag;
+    if (!flag) CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
+    CHECK(EP_Barrier(c));
+    t0 = now_s();
+    CHECK(EP_Iallreduce(big_in.data(), big_out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c, &rq));
+    CHECK(EP_Wait(&rq, EP_STATUS_IGNORE));
+    comm += now_s() - t0;
+  }
+  if (big_out[kBigCount - 1] != n) {
+    std::fprintf(stderr, "coll_bench: wrong overlapped allreduce result %g\n", big_out[0]);
+    std::abort();
+  }
+  std::vector<double> in(static_cast<size_t>(n) * k64kCount, 1.0 + i),
+      out(static_cast<size_t>(n) * k64kCount);
+  auto a2a = [&](int count, EP_Request* rq) {
+    return rq ? EP_Ialltoall(in.data(), count, MPI_DOUBLE, out.data(), count, MPI_DOUBLE, c, rq)
+              : EP_Alltoall(in.data(), count, MPI_DOUBLE, out.data(), count, MPI_DOUBLE, c);
+  };
+  auto ag = [&](int count, EP_Request* rq) {
+    return rq ? EP_Iallgather(in.data(), count, MPI_DOUBLE, out.data(), count, MPI_DOUBLE, c, rq)
+              : EP_Allgather(in.data(), count, MPI_DOUBLE, out.data(), count, MPI_DOUBLE, c);
+  };
+  // Nonblocking and blocking alternate in chunks, so that drift (the machine is shared)
+  // and warm-up weigh on both alike.
+  auto pair = [&](int iters, const std::function<int(EP_Request*)>& call, double* nb,
+                  double* b) {
+    constexpr int kChunks = 5;
+    *nb = *b = 0;
+    for (int k = 0; k < kChunks; ++k) {
+      *nb += time_nb(iters / kChunks, call) / kChunks;
+      *b += time_per_call(iters / kChunks, [&] { CHECK(call(nullptr)); }) / kChunks;
+    }
+  };
+  const int small = 2000;
+  double ia2a8, a2a8, ia2a64, a2a64, iag8, ag8, iag64, ag64;
+  CHECK(EP_Barrier(c));
+  pair(small, [&](EP_Request* rq) { return a2a(1, rq); }, &ia2a8, &a2a8);
+  pair(kBigIters, [&](EP_Request* rq) { return a2a(k64kCount, rq); }, &ia2a64, &a2a64);
+  pair(small, [&](EP_Request* rq) { return ag(1, rq); }, &iag8, &ag8);
+  pair(kBigIters, [&](EP_Request* rq) { return ag(k64kCount, rq); }, &iag64, &ag64);
+  if (i != 0) return;
+  t->alone.push_back(alone / kOverlapIters);
+  t->overlap.push_back(overlap / kOverlapIters);
+  t->iallreduce.push_back(comm / kOverlapIters);
+  t->wait.push_back(wait / kOverlapIters);
+  t->done.push_back(static_cast<double>(done) / kOverlapIters);
+  t->done_sleep.push_back(static_cast<double>(done_sleep) / kOverlapIters);
+  t->ia2a8.push_back(ia2a8);
+  t->a2a8.push_back(a2a8);
+  t->ia2a64.push_back(ia2a64);
+  t->a2a64.push_back(a2a64);
+  t->iag8.push_back(iag8);
+  t->ag8.push_back(ag8);
+  t->iag64.push_back(iag64);
+  t->ag64.push_back(ag64);
+}
+
+void nb_rows(EP_Comm comms[2], int rank) {
+  const int64_t steps = calibrate_work();
+  NbTimes t;
+  std::vector<double> ratio6;  // per repetition, so the spread shows
+  for (int r = 0; r < g_reps; ++r) {
+    std::thread th[2];
+    for (int i = 0; i < 2; ++i) th[i] = std::thread([&, i] { nb_rep(comms[i], i, steps, &t); });
+    for (auto& x : th) x.join();
+    ratio6.push_back(t.overlap.back() / t.alone.back());
+  }
+  if (rank != 0) return;
+  print("nb_compute_alone_us", t.alone, 1e6);
+  print("nb_overlap_us", t.overlap, 1e6);
+  print("nb_iallreduce1m_us", t.iallreduce, 1e6);
+  print("nb_overlap_wait_us", t.wait, 1e6);
+  print("nb_overlap_done_at_test", t.done, 1);
+  print("nb_sleep_done_at_test", t.done_sleep, 1);
+  std::printf("nb_overlap_ratio_min %.3f\nnb_overlap_ratio_max %.3f\n",
+              *std::min_element(ratio6.begin(), ratio6.end()),
+              *std::max_element(ratio6.begin(), ratio6.end()));
+  print("ep_ialltoall8_us", t.ia2a8, 1e6);
+  print("ep_alltoall8_us", t.a2a8, 1e6);
+  print("ep_ialltoall64k_us", t.ia2a64, 1e6);
+  print("ep_alltoall64k_us", t.a2a64, 1e6);
+  print("ep_iallgather8_us", t.iag8, 1e6);
+  print("ep_allgather8_us", t.ag8, 1e6);
+  print("ep_iallgather64k_us", t.iag64, 1e6);
+  print("ep_allgather64k_us", t.ag64, 1e6);
 }
 
 void with_endpoints(int rank) {
@@ -168,7 +359,7 @@ void with_endpoints(int rank) {
   std::vector<double> big_in(kBigCount, 1.0), big_out(kBigCount);
   std::vector<std::vector<double>> ep_in(2, std::vector<double>(kBigCount, 1.0)),
       ep_out(2, std::vector<double>(kBigCount));
-  for (int r = 0; r < g_reps; ++r) {
+  for (int r = 0; r < (g_nb_only ? 0 : g_reps); ++r) {
     // libep: 2 endpoints per process, each on its own thread.
     double t8 = 0, t1m = 0, tb = 0, tdup = 0;
     std::thread th[2];
@@ -229,10 +420,11 @@ void with_endpoints(int rank) {
     }));
     if (floor.ok()) floor8.push_back(floor.measure());
   }
+  nb_rows(comms, rank);
   CHECK(EP_Comm_free(&comms[0]));
   CHECK(EP_Comm_free(&comms[1]));
   CHECK(EP_Finalize());
-  if (rank == 0) {
+  if (rank == 0 && !g_nb_only) {
     const double mib = 1.0 / (1 << 20);
     print("ep_allreduce8_us", ep8, 1e6);
     print("mpi2_allreduce8_us", mpi8, 1e6);
@@ -255,6 +447,9 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "ep";
   for (int i = 2; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps")) g_reps = std::atoi(argv[i + 1]);
+  }
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--nb-only")) g_nb_only = true;
   }
   if (mode == "mpi4") {
     mpi_only(rank);

@@ -378,8 +378,17 @@ int EP_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype
             EP_Comm comm);
 int EP_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               EP_Comm comm);
-/* Nonblocking (intracommunicators); progressed by the progress thread, so they complete
- * while the application computes.  Several may be outstanding on one communicator. */
+/* Counts, byte displacements (MPI 3.1 section 5.8) and datatypes by peer rank; EP_IN_PLACE
+ * as sendbuf takes the blocks from recvbuf (the send arguments are then ignored). */
+int EP_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                 const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                 const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm);
+/* Nonblocking (intracommunicators): the arguments of the blocking call, then the request
+ * (NULL is EP_ERR_ARG).  Progressed by the progress thread, so they complete while the
+ * application computes.  Several may be outstanding on one or more communicators; they
+ * complete in any order they are waited for and match in the order each endpoint started
+ * them (blocking and nonblocking calls never match each other, MPI 3.1 section 5.12).
+ * Buffers, count and displacement arrays must stay untouched until completion. */
 int EP_Ibarrier(EP_Comm comm, EP_Request *request);
 int EP_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, EP_Comm comm,
               EP_Request *request);
@@ -387,6 +396,42 @@ int EP_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                int root, EP_Comm comm, EP_Request *request);
 int EP_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, EP_Comm comm, EP_Request *request);
+int EP_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
+               EP_Request *request);
+int EP_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                EP_Comm comm, EP_Request *request);
+int EP_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
+                EP_Request *request);
+int EP_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, EP_Comm comm, EP_Request *request);
+int EP_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request *request);
+int EP_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   EP_Comm comm, EP_Request *request);
+int EP_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request *request);
+int EP_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, EP_Comm comm,
+                  EP_Request *request);
+int EP_Ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                  const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm,
+                  EP_Request *request);
+int EP_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, EP_Comm comm, EP_Request *request);
+int EP_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, EP_Comm comm,
+                             EP_Request *request);
+int EP_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             EP_Comm comm, EP_Request *request);
+int EP_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               EP_Comm comm, EP_Request *request);
 
 /* ---- Helper teams (MPI 12.4.4 draft) ---------------------------------------------------
  * Threads that join a team lend themselves to the library while they wait in
