@@ -13,7 +13,9 @@
 //        bcast       binomial tree from the root's fragment (receive, then forward);
 //        gather      every fragment sends to the root's fragment;
 //        scatter     the root's fragment sends each fragment its blob;
-//        alltoall    each fragment sends every other fragment its own blob.
+//        alltoall    each fragment sends every other fragment its own blob;
+//        peers       (intercommunicators) one round of sends to and receives from
+//                    listed fragments of the remote group (collectives/inter.cc).
 //   3. Finish.  Whoever completes the schedule computes the results, writes every local
 //      part's output buffer and completes the parts' requests.
 // A communicator with one fragment skips phase 2: the starter finishes at once.
@@ -77,10 +79,17 @@ struct Part {
   MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
   TypeInfo sti, rti;
   std::vector<int> scounts, sdispls, rcounts, rdispls;  // v-variants (by peer rank)
+  // Intercommunicators: this endpoint's root argument (kRoot, kProcNull or a remote
+  // rank), which differs among the endpoints of the root's group (coll.h).
+  int root = 0;
   Request* req = nullptr;
 };
 
-enum class Pattern { kNone, kAllgather, kBcast, kGather, kScatter, kAlltoall };
+// kPeers (intercommunicators only): one round in which this fragment sends to the
+// remote group's fragments listed in CollOp::peer_sends (out_for[f] if out_for is not
+// empty, else the shared `out`) and receives from those in peer_recvs; `in` is then
+// indexed by remote fragment.
+enum class Pattern { kNone, kAllgather, kBcast, kGather, kScatter, kAlltoall, kPeers };
 
 // An operation's common arguments (each endpoint's own are in its Part).
 struct OpArgs {
@@ -114,6 +123,7 @@ class CollOp {
   std::string out;                   // this fragment's blob
   std::vector<std::string> out_for;  // by destination fragment
   std::vector<std::string> in;       // received, by source fragment (own blob included)
+  std::vector<int> peer_sends, peer_recvs;  // kPeers: remote fragments
 
   int missing = 0;  // local endpoints that have not arrived (under FragState::mu)
   // Schedule state (advancing thread only).
