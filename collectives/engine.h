@@ -1,8 +1,9 @@
 // engine.h - how a collective runs: local arrival, an exchange among fragments, local
 // finish; and the process-level state of the collectives.
 //
-// What it is: every collective on an intracommunicator is one `CollOp` per fragment
-// (comm.h: the endpoints of one process in the communicator, normally), in three phases:
+// What it is: every collective is one `CollOp` per fragment (comm.h: the endpoints of
+// one process in the communicator, normally; on an intercommunicator, of one group),
+// in three phases:
 //   1. Arrival (engine.cc: arrive).  Each local endpoint deposits its `Part` (buffers,
 //      counts, its request).  The last to arrive *starts* the op: it reads every local
 //      input (reductions combine here, reduce_util.h) and builds the blobs this fragment

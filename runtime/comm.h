@@ -14,9 +14,10 @@
 //
 // Intercommunicators: each group's fragment ("half") has `inter` set, `addr`/`ids`
 // for its local group and `remote_addr`/`remote_ids` for the remote group; point-to-
-// point addresses the remote group (peer()).  `local_comm` is a hidden intracomm over
-// the local group (same local indices) that carries the group-internal part of
-// collectives on the intercommunicator.
+// point addresses the remote group (peer()), and `remote_frag_*` describe the remote
+// group's fragments (where collectives send).  `local_comm` is a hidden intracomm over
+// the local group (same local indices) that carries the group-internal part of the
+// creation calls on the intercommunicator (dup, split, merge, create).
 //
 // Each endpoint has an identity {origin, rank} fixed when EP_Comm_create_endpoints
 // made it; dup, split and merge keep identities, so groups compare and translate by
