@@ -205,6 +205,53 @@ int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scount
   return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
 }
 
+namespace {
+
+// One side of Alltoallw: per-remote-rank datatypes, described; a buffer is needed when
+// some block has data.
+int alltoallw_side(const void* buf, const std::vector<int>& counts, const MPI_Datatype* types,
+                   std::vector<MPI_Datatype>* tv, std::vector<TypeInfo>* tis, const char* what,
+                   const char* call) {
+  if (types == nullptr) return fail(EP_ERR_ARG, call, "%stypes is NULL", what);
+  const size_t n = counts.size();
+  tv->assign(types, types + n);
+  tis->resize(n);
+  bool data = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!ep::runtime::describe(types[i], &(*tis)[i])) {
+      return fail(EP_ERR_TYPE, call, "%stypes[%zu] is not a valid committed datatype", what, i);
+    }
+    data |= counts[i] > 0 && (*tis)[i].size > 0;
+  }
+  if (buf == nullptr && data) {
+    return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but a block has data", what);
+  }
+  return EP_SUCCESS;
+}
+
+}  // namespace
+
+int inter_alltoallw(Endpoint* ep, const void* sbuf, const int* scounts, const int* sdispls,
+                    const MPI_Datatype* stypes, void* rbuf, const int* rcounts,
+                    const int* rdispls, const MPI_Datatype* rtypes, EP_Request* request,
+                    const char* call) {
+  const int n = ep->comm->remote_size;
+  int err = no_in_place(sbuf, rbuf, call);
+  Part p;
+  if (err == EP_SUCCESS)
+    err = fill_counts(scounts, sdispls, 0, n, true, &p.scounts, &p.sdispls, "send", call);
+  if (err == EP_SUCCESS)
+    err = fill_counts(rcounts, rdispls, 0, n, true, &p.rcounts, &p.rdispls, "receive", call);
+  if (err == EP_SUCCESS)
+    err = alltoallw_side(sbuf, p.scounts, stypes, &p.stypes, &p.stis, "send", call);
+  if (err == EP_SUCCESS)
+    err = alltoallw_side(rbuf, p.rcounts, rtypes, &p.rtypes, &p.rtis, "receive", call);
+  if (err != EP_SUCCESS) return handle(ep, err);
+  p.sbuf = sbuf;
+  p.rbuf = rbuf;
+  return handle(ep, run(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
+}
+
 int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
                  MPI_Op op, int root, bool all, EP_Request* request, const char* call) {
   int err = all ? EP_SUCCESS : check_root(ep, root, call);

@@ -44,6 +44,12 @@ int inter_alltoall(runtime::Endpoint* ep, const void* sbuf, int scount, const in
                    const int* sdispls, MPI_Datatype stype, void* rbuf, int rcount,
                    const int* rcounts, const int* rdispls, MPI_Datatype rtype, bool vector,
                    EP_Request* request, const char* call);
+// Alltoallw: counts, byte displacements and datatypes by remote rank.  Not reachable
+// from ep.h in this branch: EP_Alltoallw / EP_Ialltoallw (issue 32 part A) call it.
+int inter_alltoallw(runtime::Endpoint* ep, const void* sbuf, const int* scounts,
+                    const int* sdispls, const MPI_Datatype* stypes, void* rbuf,
+                    const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes,
+                    EP_Request* request, const char* call);
 // Reduce (all = false) and Allreduce (all = true, root ignored).
 int inter_reduce(runtime::Endpoint* ep, const void* sbuf, void* rbuf, int count,
                  MPI_Datatype type, MPI_Op op, int root, bool all, EP_Request* request,

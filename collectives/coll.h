@@ -63,6 +63,7 @@ enum class Kind {
   kAllgather,      // also Allgatherv
   kScatter,        // also Scatterv
   kAlltoall,       // also Alltoallv
+  kAlltoallw,      // per-peer datatypes (Part::stypes/rtypes), byte displacements
   kReduceScatter,  // also Reduce_scatter_block (rcounts in the part)
   kScan,
   kExscan,

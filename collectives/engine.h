@@ -74,15 +74,19 @@ using runtime::TypeInfo;
 // One endpoint's arguments.
 struct Part {
   int rank = 0;
+  // Intercommunicators: this endpoint's root argument (kRoot, kProcNull or a remote
+  // rank), which differs among the endpoints of the root's group (coll.h).
+  int root = 0;
   const void* sbuf = nullptr;
   void* rbuf = nullptr;
   int scount = 0, rcount = 0;
   MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
   TypeInfo sti, rti;
   std::vector<int> scounts, sdispls, rcounts, rdispls;  // v-variants (by peer rank)
-  // Intercommunicators: this endpoint's root argument (kRoot, kProcNull or a remote
-  // rank), which differs among the endpoints of the root's group (coll.h).
-  int root = 0;
+  // Alltoallw only (by peer rank): each peer's datatype and its description; the
+  // displacements above are then in bytes, as MPI 3.1 section 5.8 says.
+  std::vector<MPI_Datatype> stypes, rtypes;
+  std::vector<TypeInfo> stis, rtis;
   Request* req = nullptr;
 };
 

@@ -25,7 +25,7 @@
 //   gather(v)        every fragment of B sends its ranks' blocks to the root's fragment;
 //   scatter(v)       the root's fragment sends each fragment of B its ranks' blocks;
 //   allgather(v)     every fragment sends its ranks' blocks to every remote fragment;
-//   alltoall(v)      every fragment sends each remote fragment the blocks for its ranks;
+//   alltoall(v,w)    every fragment sends each remote fragment the blocks for its ranks;
 //   reduce           every fragment of B sends its contribution to the root's fragment;
 //   allreduce,       every fragment sends its contribution to every remote fragment;
 //   reduce_scatter   each combines the other group's and writes its ranks' results.
@@ -188,9 +188,11 @@ class ScatterOp final : public InterOp {
   }
 };
 
-// Alltoall(v): counts and displacements by remote rank.
+// Alltoall(v), and Alltoallw (w_: a datatype per remote rank, displacements in bytes):
+// counts and displacements by remote rank.
 class AlltoallOp final : public InterOp {
  public:
+  explicit AlltoallOp(bool w) : w_(w) {}
   void start() override {
     std::vector<BlobWriter> w = writers();
     for (const Part& p : parts) {
@@ -198,7 +200,9 @@ class AlltoallOp final : public InterOp {
         BlobWriter& x = w[c->remote_frag_of[d]];
         x.put<int>(p.rank);
         x.put<int>(d);
-        x.put_bytes(pack_n(elem(p.sbuf, p.sdispls[d], p.sti), p.scounts[d], p.stype, p.sti));
+        x.put_bytes(w_ ? pack_n(static_cast<const char*>(p.sbuf) + p.sdispls[d], p.scounts[d],
+                                p.stypes[d], p.stis[d])
+                       : pack_n(elem(p.sbuf, p.sdispls[d], p.sti), p.scounts[d], p.stype, p.sti));
       }
     }
     take_out_for(w);
@@ -211,12 +215,20 @@ class AlltoallOp final : public InterOp {
         const int src = rd.get<int>();
         const int dst = rd.get<int>();
         std::string b = rd.get_bytes();
-        if (Part* p = part_of_rank(*this, dst)) {
+        Part* p = part_of_rank(*this, dst);
+        if (p == nullptr) continue;
+        if (w_) {
+          unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
+                   p->rtypes[src], p->rtis[src]);
+        } else {
           unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
         }
       }
     }
   }
+
+ private:
+  bool w_;
 };
 
 // Reduce, Allreduce, Reduce_scatter(_block) (args.count: the whole vector; for
@@ -306,7 +318,9 @@ std::unique_ptr<CollOp> make_inter_op(Kind kind) {
     case Kind::kScatter:
       return std::make_unique<ScatterOp>();
     case Kind::kAlltoall:
-      return std::make_unique<AlltoallOp>();
+      return std::make_unique<AlltoallOp>(/*w=*/false);
+    case Kind::kAlltoallw:
+      return std::make_unique<AlltoallOp>(/*w=*/true);
     case Kind::kReduce:
     case Kind::kAllreduce:
     case Kind::kReduceScatter:

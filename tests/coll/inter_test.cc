@@ -15,7 +15,10 @@
 //  * derived datatypes (a strided vector type against MPI_INT), count 0;
 //  * Ibarrier/Ibcast/Ireduce/Iallreduce: several outstanding, completed out of order;
 //    asynchronous progress while every endpoint sleeps outside libep;
-//  * intercommunicators made by EP_Comm_dup and EP_Comm_split work the same;
+//  * intercommunicators made by EP_Comm_dup, EP_Comm_idup, EP_Comm_create and
+//    EP_Comm_split work the same;
+//  * Alltoallw (per-peer datatypes, byte displacements) at the collectives layer
+//    (whitebox: its entry points EP_Alltoallw/EP_Ialltoallw come with issue 32 part A);
 //  * bad root, EP_IN_PLACE, negative counts, Scan/Exscan: the same error at every endpoint,
 //    nobody hangs, the communicator works afterwards;
 //  * EP_Comm_split of an intercommunicator: colours on both sides, EP_UNDEFINED, a colour
@@ -31,6 +34,9 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/coll.h"
+#include "runtime/datatype.h"
+#include "runtime/request.h"
 #include "tests/coll/coll_util.h"
 #include "tests/common/harness.h"
 
@@ -570,7 +576,9 @@ TEST_P(Inter, AsynchronousProgressWhileEveryEndpointSleeps) {
     EXPECT_EQ(EP_Testall(3, rq, &flag, EP_STATUSES_IGNORE), EP_SUCCESS);
     EXPECT_EQ(flag, 1) << c.what << ": not complete at the first EP_Testall after a "
                        << settle_ms() << " ms sleep (no asynchronous progress?)";
-    if (flag == 0) ASSERT_EQ(EP_Waitall(3, rq, EP_STATUSES_IGNORE), EP_SUCCESS);
+    if (flag == 0) {
+      ASSERT_EQ(EP_Waitall(3, rq, EP_STATUSES_IGNORE), EP_SUCCESS);
+    }
     int sum = 0;
     for (int x : c.rmem) sum += val(x, 0);
     EXPECT_EQ(r, sum);
@@ -591,6 +599,81 @@ TEST_P(Inter, DupOfAnIntercommunicator) {
     EXPECT_EQ(r, c.rmem) << c.what << ": allgather on a dup gives the remote group in rank order";
     EXPECT_EQ(EP_Comm_free(&d), EP_SUCCESS);
   });
+}
+
+TEST_P(Inter, IdupAndCreateOfAnIntercommunicator) {
+  run_inter(GetParam(), [&](const IC& c) {
+    EP_Comm d = EP_COMM_NULL;
+    EP_Request rq = EP_REQUEST_NULL;
+    ASSERT_EQ(EP_Comm_idup(c.inter, &d, &rq), EP_SUCCESS);
+    ASSERT_EQ(EP_Wait(&rq, EP_STATUS_IGNORE), EP_SUCCESS);
+    int s = val(c.me, 0), r = kSent, sum = 0;
+    for (int x : c.rmem) sum += val(x, 0);
+    ASSERT_EQ(EP_Allreduce(&s, &r, 1, MPI_INT, MPI_SUM, d), EP_SUCCESS);
+    EXPECT_EQ(r, sum) << c.what << ": allreduce on an idup";
+    EXPECT_EQ(EP_Comm_free(&d), EP_SUCCESS);
+    // EP_Comm_create with the whole local group: the same membership.
+    EP_Group g = EP_GROUP_NULL;
+    ASSERT_EQ(EP_Comm_group(c.inter, &g), EP_SUCCESS);
+    ASSERT_EQ(EP_Comm_create(c.inter, g, &d), EP_SUCCESS);
+    ASSERT_NE(d, EP_COMM_NULL);
+    std::vector<int> got(static_cast<size_t>(c.rsize), kSent);
+    ASSERT_EQ(EP_Allgather(&c.me, 1, MPI_INT, got.data(), 1, MPI_INT, d), EP_SUCCESS);
+    EXPECT_EQ(got, c.rmem) << c.what << ": allgather on an EP_Comm_create result";
+    EXPECT_EQ(EP_Comm_free(&d), EP_SUCCESS);
+    EXPECT_EQ(EP_Group_free(&g), EP_SUCCESS);
+  });
+}
+
+// Alltoallw through ep::collectives::start (whitebox).  The block for remote rank d is two
+// ints: sent as 2 MPI_INT (d even) or 1 strided vector (d odd), blocks in reverse order;
+// received as 1 vector when (source + my rank) is even, else 2 MPI_INT.
+TEST_P(Inter, AlltoallwAtTheCollectivesLayer) {
+  MPI_Datatype vec = MPI_DATATYPE_NULL;
+  MPI_Type_vector(2, 1, 2, MPI_INT, &vec);
+  MPI_Type_commit(&vec);
+  run_inter(GetParam(), [&](const IC& c) {
+    namespace coll = ep::collectives;
+    auto code = [](int from_w, int to_rank, int i) { return (from_w + 1) * 1000 + to_rank * 10 + i; };
+    constexpr int kSlot = 4;  // ints per block
+    const int n = c.rsize;
+    std::vector<int> sb(static_cast<size_t>(kSlot * n), kSent), rb(sb.size() + 1, kSent),
+        want(rb.size(), kSent);
+    coll::Part p;
+    for (int d = 0; d < n; ++d) {
+      const int base = kSlot * (n - 1 - d);
+      const bool strided = d % 2 == 1;
+      sb[static_cast<size_t>(base)] = code(c.me, d, 0);
+      sb[static_cast<size_t>(base + (strided ? 2 : 1))] = code(c.me, d, 1);
+      p.scounts.push_back(strided ? 1 : 2);
+      p.sdispls.push_back(base * static_cast<int>(sizeof(int)));
+      p.stypes.push_back(strided ? vec : MPI_INT);
+    }
+    for (int s = 0; s < n; ++s) {
+      const int base = kSlot * s;
+      const bool strided = (s + c.lrank) % 2 == 0;
+      want[static_cast<size_t>(base)] = code(c.rw(s), c.lrank, 0);
+      want[static_cast<size_t>(base + (strided ? 2 : 1))] = code(c.rw(s), c.lrank, 1);
+      p.rcounts.push_back(strided ? 1 : 2);
+      p.rdispls.push_back(base * static_cast<int>(sizeof(int)));
+      p.rtypes.push_back(strided ? vec : MPI_INT);
+    }
+    p.stis.resize(p.stypes.size());
+    p.rtis.resize(p.rtypes.size());
+    for (size_t i = 0; i < p.stypes.size(); ++i) {
+      ASSERT_TRUE(ep::runtime::describe(p.stypes[i], &p.stis[i]));
+      ASSERT_TRUE(ep::runtime::describe(p.rtypes[i], &p.rtis[i]));
+    }
+    p.sbuf = sb.data();
+    p.rbuf = rb.data();
+    auto* ep = reinterpret_cast<ep::runtime::Endpoint*>(c.inter);
+    ep::runtime::Request* r = coll::start(ep, coll::Kind::kAlltoallw, std::move(p), coll::OpArgs());
+    ep::runtime::request_wait(r);
+    EXPECT_EQ(r->status.EP_ERROR, EP_SUCCESS);
+    ep::runtime::request_unref(r);
+    EXPECT_EQ(rb, want) << c.what << ": alltoallw";
+  });
+  MPI_Type_free(&vec);
 }
 
 // ---- Errors ----------------------------------------------------------------------------------
