@@ -146,7 +146,7 @@ class GatherOp final : public InterOp {
     }
   }
   void finish() override {
-    if (!all_ && !in_root_group()) return;
+    if (!all_ && root_part() == nullptr) return;  // no result here
     for (const std::string& blob : in) {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
@@ -252,7 +252,7 @@ class ReduceOp final : public InterOp {
     }
   }
   void finish() override {
-    if (kind_ == Kind::kReduce && !in_root_group()) return;
+    if (kind_ == Kind::kReduce && root_part() == nullptr) return;  // no result here
     TypedBuffer acc(args.count, args.type);
     combine_remote(acc.get());
     for (Part& p : parts) {
