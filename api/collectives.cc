@@ -248,8 +248,8 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
              int scount, int rcount, bool vector, const char* call) {
   EP_GET_COMM(ep, comm, call);
   if (ep->comm->inter) {
-    return inter_alltoall(ep, sbuf, scount, scounts, sdispls, stype, rbuf, rcount, rcounts,
-                          rdispls, rtype, vector, nullptr, call);
+    return inter_alltoall(ep, sbuf, scount, scounts, sdispls, stype, rbuf, rcount, rcounts, rdispls,
+                          rtype, vector, nullptr, call);
   }
   int err = EP_SUCCESS;
   const int n = ep->comm->size;

@@ -96,8 +96,8 @@ int fill_counts(const int* counts, const int* displs, int count, int n, bool vec
 }
 
 // The buffer check of a v-form: a buffer is needed when any count is positive.
-int vector_triple(const void* buf, const std::vector<int>& counts, MPI_Datatype type,
-                  TypeInfo* ti, const char* what, const char* call) {
+int vector_triple(const void* buf, const std::vector<int>& counts, MPI_Datatype type, TypeInfo* ti,
+                  const char* what, const char* call) {
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   return check_triple(buf, total > 0 ? 1 : 0, type, ti, what, call);
 }
@@ -153,10 +153,9 @@ int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype,
   return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
 }
 
-int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts,
-                  const int* displs, MPI_Datatype stype, void* rbuf, int rcount,
-                  MPI_Datatype rtype, int root, bool vector, EP_Request* request,
-                  const char* call) {
+int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts, const int* displs,
+                  MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
+                  bool vector, EP_Request* request, const char* call) {
   int err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS && !vector) err = check_count(scount, "send", call);
@@ -192,8 +191,8 @@ int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scount
   if (err == EP_SUCCESS)
     err = fill_counts(scounts, sdispls, scount, n, vector, &p.scounts, &p.sdispls, "send ", call);
   if (err == EP_SUCCESS) {
-    err = fill_counts(rcounts, rdispls, rcount, n, vector, &p.rcounts, &p.rdispls, "receive ",
-                      call);
+    err =
+        fill_counts(rcounts, rdispls, rcount, n, vector, &p.rcounts, &p.rdispls, "receive ", call);
   }
   if (err == EP_SUCCESS) err = vector_triple(sbuf, p.scounts, stype, &p.sti, "send ", call);
   if (err == EP_SUCCESS) err = vector_triple(rbuf, p.rcounts, rtype, &p.rti, "receive ", call);
@@ -232,9 +231,8 @@ int alltoallw_side(const void* buf, const std::vector<int>& counts, const MPI_Da
 }  // namespace
 
 int inter_alltoallw(Endpoint* ep, const void* sbuf, const int* scounts, const int* sdispls,
-                    const MPI_Datatype* stypes, void* rbuf, const int* rcounts,
-                    const int* rdispls, const MPI_Datatype* rtypes, EP_Request* request,
-                    const char* call) {
+                    const MPI_Datatype* stypes, void* rbuf, const int* rcounts, const int* rdispls,
+                    const MPI_Datatype* rtypes, EP_Request* request, const char* call) {
   const int n = ep->comm->remote_size;
   int err = no_in_place(sbuf, rbuf, call);
   Part p;
@@ -276,9 +274,9 @@ int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Data
   return handle(ep, run(ep, all ? Kind::kAllreduce : Kind::kReduce, std::move(p), a, request));
 }
 
-int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* rcounts,
-                         int rcount, MPI_Datatype type, MPI_Op op, bool block,
-                         EP_Request* request, const char* call) {
+int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* rcounts, int rcount,
+                         MPI_Datatype type, MPI_Op op, bool block, EP_Request* request,
+                         const char* call) {
   const int n = ep->comm->size;  // the results scatter over the local group
   int err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
@@ -302,9 +300,10 @@ int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* 
     err = fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX");
   OpArgs a;
   if (err == EP_SUCCESS)
-    err = check_triple(rbuf, p.rcounts[static_cast<size_t>(ep->rank)], type, &a.ti, "receive ",
-                       call);
-  if (err == EP_SUCCESS) err = check_triple(sbuf, static_cast<int>(total), type, &a.ti, "send ", call);
+    err =
+        check_triple(rbuf, p.rcounts[static_cast<size_t>(ep->rank)], type, &a.ti, "receive ", call);
+  if (err == EP_SUCCESS)
+    err = check_triple(sbuf, static_cast<int>(total), type, &a.ti, "send ", call);
   if (err != EP_SUCCESS) return handle(ep, err);
   a.op = op;
   a.count = static_cast<int>(total);

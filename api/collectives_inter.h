@@ -31,14 +31,12 @@ int inter_bcast(runtime::Endpoint* ep, void* buf, int count, MPI_Datatype type, 
 // Gather(v) (all = false) and Allgather(v) (root ignored); the arrays are used only
 // when `vector`, else rcount each.
 int inter_gather(runtime::Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype,
-                 void* rbuf, int rcount, const int* rcounts, const int* displs,
-                 MPI_Datatype rtype, int root, bool all, bool vector, EP_Request* request,
-                 const char* call);
+                 void* rbuf, int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype,
+                 int root, bool all, bool vector, EP_Request* request, const char* call);
 // Scatter(v); the arrays are used only when `vector`, else scount each.
 int inter_scatter(runtime::Endpoint* ep, const void* sbuf, int scount, const int* scounts,
-                  const int* displs, MPI_Datatype stype, void* rbuf, int rcount,
-                  MPI_Datatype rtype, int root, bool vector, EP_Request* request,
-                  const char* call);
+                  const int* displs, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype,
+                  int root, bool vector, EP_Request* request, const char* call);
 // Alltoall(v); the arrays are used only when `vector`.
 int inter_alltoall(runtime::Endpoint* ep, const void* sbuf, int scount, const int* scounts,
                    const int* sdispls, MPI_Datatype stype, void* rbuf, int rcount,
@@ -46,19 +44,17 @@ int inter_alltoall(runtime::Endpoint* ep, const void* sbuf, int scount, const in
                    EP_Request* request, const char* call);
 // Alltoallw: counts, byte displacements and datatypes by remote rank.  Not reachable
 // from ep.h in this branch: EP_Alltoallw / EP_Ialltoallw (issue 32 part A) call it.
-int inter_alltoallw(runtime::Endpoint* ep, const void* sbuf, const int* scounts,
-                    const int* sdispls, const MPI_Datatype* stypes, void* rbuf,
-                    const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes,
-                    EP_Request* request, const char* call);
+int inter_alltoallw(runtime::Endpoint* ep, const void* sbuf, const int* scounts, const int* sdispls,
+                    const MPI_Datatype* stypes, void* rbuf, const int* rcounts, const int* rdispls,
+                    const MPI_Datatype* rtypes, EP_Request* request, const char* call);
 // Reduce (all = false) and Allreduce (all = true, root ignored).
-int inter_reduce(runtime::Endpoint* ep, const void* sbuf, void* rbuf, int count,
-                 MPI_Datatype type, MPI_Op op, int root, bool all, EP_Request* request,
-                 const char* call);
+int inter_reduce(runtime::Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
+                 MPI_Op op, int root, bool all, EP_Request* request, const char* call);
 // Reduce_scatter (rcounts: one per local rank) and Reduce_scatter_block (block: rcount
 // each; the vector is rcount times the local group's size).
-int inter_reduce_scatter(runtime::Endpoint* ep, const void* sbuf, void* rbuf,
-                         const int* rcounts, int rcount, MPI_Datatype type, MPI_Op op,
-                         bool block, EP_Request* request, const char* call);
+int inter_reduce_scatter(runtime::Endpoint* ep, const void* sbuf, void* rbuf, const int* rcounts,
+                         int rcount, MPI_Datatype type, MPI_Op op, bool block, EP_Request* request,
+                         const char* call);
 
 }  // namespace ep::api
 

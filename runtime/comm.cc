@@ -233,8 +233,8 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
   c->grouped = true;
   for (int r = 1; r < c->size; ++r) c->grouped &= c->frag_of[r] >= c->frag_of[r - 1];
   for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
-  if (c->inter) fragments_of(c->remote_addr, &c->remote_frag_leaders, &c->remote_frag_of,
-                             &c->remote_grouped);
+  if (c->inter)
+    fragments_of(c->remote_addr, &c->remote_frag_leaders, &c->remote_frag_of, &c->remote_grouped);
   if (CommShared* s = c->coll) {  // the shadow has the same membership, contexts + 1
     auto shift = [](std::vector<EpAddr> v) {
       for (EpAddr& a : v) ++a.ctx;

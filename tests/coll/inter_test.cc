@@ -207,8 +207,8 @@ TEST_P(Inter, GatherAndGathervFromEveryRoot) {
     for (int g = 0; g < 2; ++g) {
       for (int rr = 0; rr < static_cast<int>(c.group(g).size()); ++rr) {
         const int root = c.root_arg(g, rr);
-        const std::string w = c.what + ": root " + std::to_string(rr) + " of group " +
-                              std::to_string(g);
+        const std::string w =
+            c.what + ": root " + std::to_string(rr) + " of group " + std::to_string(g);
         // Gather: 3 elements from every endpoint of the other group.
         std::vector<int> s(3), r(static_cast<size_t>(3 * c.rsize), kSent);
         for (int i = 0; i < 3; ++i) s[static_cast<size_t>(i)] = val(c.me, i);
@@ -225,8 +225,8 @@ TEST_P(Inter, GatherAndGathervFromEveryRoot) {
         for (int q = 0; q < c.rsize; ++q) counts[static_cast<size_t>(q)] = vcount(q);
         const std::vector<int> displs = rev_displs(counts);
         std::vector<int> rv(static_cast<size_t>(4 * c.rsize + 1), kSent);
-        rc = EP_Gatherv(s.data(), vcount(c.lrank), MPI_INT, rv.data(), counts.data(),
-                        displs.data(), MPI_INT, root, c.inter);
+        rc = EP_Gatherv(s.data(), vcount(c.lrank), MPI_INT, rv.data(), counts.data(), displs.data(),
+                        MPI_INT, root, c.inter);
         ASSERT_EQ(rc, EP_SUCCESS) << w << ": " << last_error(rc);
         std::vector<int> want(rv.size(), kSent);
         if (root == EP_ROOT) {
@@ -247,8 +247,8 @@ TEST_P(Inter, ScatterAndScattervFromEveryRoot) {
       for (int rr = 0; rr < static_cast<int>(c.group(g).size()); ++rr) {
         const int root = c.root_arg(g, rr);
         const int rootw = c.group(g)[static_cast<size_t>(rr)];
-        const std::string w = c.what + ": root " + std::to_string(rr) + " of group " +
-                              std::to_string(g);
+        const std::string w =
+            c.what + ": root " + std::to_string(rr) + " of group " + std::to_string(g);
         auto code = [](int rw, int dest, int i) { return (rw + 1) * 1000 + dest * 10 + i; };
         // Scatter: 2 elements for each remote rank.
         std::vector<int> s(static_cast<size_t>(2 * c.rsize), kSent), r(2, kSent);
@@ -275,8 +275,8 @@ TEST_P(Inter, ScatterAndScattervFromEveryRoot) {
           }
         }
         const int mine = c.colour == g ? 3 : vcount(c.lrank + 1);
-        rc = EP_Scatterv(sv.data(), counts.data(), displs.data(), MPI_INT, rv.data(), mine,
-                         MPI_INT, root, c.inter);
+        rc = EP_Scatterv(sv.data(), counts.data(), displs.data(), MPI_INT, rv.data(), mine, MPI_INT,
+                         root, c.inter);
         ASSERT_EQ(rc, EP_SUCCESS) << w << ": " << last_error(rc);
         for (int i = 0; i < 3; ++i) {
           const bool got = c.colour != g && i < mine;
@@ -308,8 +308,8 @@ TEST_P(Inter, AllgatherAndAllgatherv) {
     const std::vector<int> displs = rev_displs(counts);
     std::vector<int> sv(3), rv(static_cast<size_t>(4 * c.rsize + 1), kSent);
     for (int i = 0; i < 3; ++i) sv[static_cast<size_t>(i)] = val(c.me, i) + 50;
-    rc = EP_Allgatherv(sv.data(), vcount(c.lrank), MPI_INT, rv.data(), counts.data(),
-                       displs.data(), MPI_INT, c.inter);
+    rc = EP_Allgatherv(sv.data(), vcount(c.lrank), MPI_INT, rv.data(), counts.data(), displs.data(),
+                       MPI_INT, c.inter);
     ASSERT_EQ(rc, EP_SUCCESS) << c.what << ": " << last_error(rc);
     std::vector<int> want(rv.size(), kSent);
     for (int q = 0; q < c.rsize; ++q) {
@@ -322,7 +322,9 @@ TEST_P(Inter, AllgatherAndAllgatherv) {
 
 TEST_P(Inter, AlltoallAndAlltoallv) {
   run_inter(GetParam(), [&](const IC& c) {
-    auto code = [](int from_w, int to_rank, int i) { return (from_w + 1) * 1000 + to_rank * 10 + i; };
+    auto code = [](int from_w, int to_rank, int i) {
+      return (from_w + 1) * 1000 + to_rank * 10 + i;
+    };
     std::vector<int> s(static_cast<size_t>(2 * c.rsize)), r(s.size(), kSent);
     for (int q = 0; q < c.rsize; ++q) {
       for (int i = 0; i < 2; ++i) s[static_cast<size_t>(2 * q + i)] = code(c.me, q, i);
@@ -367,8 +369,8 @@ TEST_P(Inter, ReduceFromEveryRootSumAndNonCommutative) {
     for (int g = 0; g < 2; ++g) {
       for (int rr = 0; rr < static_cast<int>(c.group(g).size()); ++rr) {
         const int root = c.root_arg(g, rr);
-        const std::string w = c.what + ": root " + std::to_string(rr) + " of group " +
-                              std::to_string(g);
+        const std::string w =
+            c.what + ": root " + std::to_string(rr) + " of group " + std::to_string(g);
         std::vector<int> s(4), r(4, kSent);
         for (int i = 0; i < 4; ++i) s[static_cast<size_t>(i)] = val(c.me, i);
         int rc = EP_Reduce(s.data(), r.data(), 4, MPI_INT, MPI_SUM, root, c.inter);
@@ -411,7 +413,8 @@ TEST_P(Inter, AllreduceSumAndNonCommutative) {
     rc = EP_Allreduce(ms, mr, 3, mop.type, mop.op, c.inter);
     ASSERT_EQ(rc, EP_SUCCESS) << c.what << ": " << last_error(rc);
     for (int k = 0; k < 3; ++k)
-      expect_mat(mr[k], mat_product(c.rmem, k), c.what + ": allreduce product " + std::to_string(k));
+      expect_mat(mr[k], mat_product(c.rmem, k),
+                 c.what + ": allreduce product " + std::to_string(k));
   });
 }
 
@@ -450,7 +453,8 @@ TEST_P(Inter, ReduceScatterAndBlock) {
                  c.what + ": reduce_scatter product " + std::to_string(i));
     // Block: each group's vector is its size times its recvcount; both are lsize * rsize.
     const int rcount = c.rsize;
-    std::vector<int> sb(static_cast<size_t>(c.lsize * c.rsize)), rb(static_cast<size_t>(rcount), kSent);
+    std::vector<int> sb(static_cast<size_t>(c.lsize * c.rsize)),
+        rb(static_cast<size_t>(rcount), kSent);
     for (size_t i = 0; i < sb.size(); ++i) sb[i] = val(c.me, static_cast<int>(i));
     rc = EP_Reduce_scatter_block(sb.data(), rb.data(), rcount, MPI_INT, MPI_SUM, c.inter);
     ASSERT_EQ(rc, EP_SUCCESS) << c.what << ": " << last_error(rc);
@@ -540,8 +544,8 @@ TEST_P(Inter, NonblockingSeveralOutstandingOutOfOrder) {
       ASSERT_EQ(EP_Iallreduce(&s2, &r2, 1, MPI_INT, MPI_MAX, c.inter, &rq[4]), EP_SUCCESS);
       for (int i = 4; i >= 0; --i) ASSERT_EQ(EP_Wait(&rq[i], EP_STATUS_IGNORE), EP_SUCCESS);
       for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(b[i], c.colour == g ? (root == EP_ROOT ? val(c.me, i) + g : kSent)
-                                      : val(rootw, i) + g)
+        EXPECT_EQ(b[i],
+                  c.colour == g ? (root == EP_ROOT ? val(c.me, i) + g : kSent) : val(rootw, i) + g)
             << c.what << ": ibcast element " << i;
       }
       int sum = 0, mx = 0;
@@ -574,8 +578,8 @@ TEST_P(Inter, AsynchronousProgressWhileEveryEndpointSleeps) {
     sleep_ms(settle_ms());
     int flag = 0;
     EXPECT_EQ(EP_Testall(3, rq, &flag, EP_STATUSES_IGNORE), EP_SUCCESS);
-    EXPECT_EQ(flag, 1) << c.what << ": not complete at the first EP_Testall after a "
-                       << settle_ms() << " ms sleep (no asynchronous progress?)";
+    EXPECT_EQ(flag, 1) << c.what << ": not complete at the first EP_Testall after a " << settle_ms()
+                       << " ms sleep (no asynchronous progress?)";
     if (flag == 0) {
       ASSERT_EQ(EP_Waitall(3, rq, EP_STATUSES_IGNORE), EP_SUCCESS);
     }
@@ -634,7 +638,9 @@ TEST_P(Inter, AlltoallwAtTheCollectivesLayer) {
   MPI_Type_commit(&vec);
   run_inter(GetParam(), [&](const IC& c) {
     namespace coll = ep::collectives;
-    auto code = [](int from_w, int to_rank, int i) { return (from_w + 1) * 1000 + to_rank * 10 + i; };
+    auto code = [](int from_w, int to_rank, int i) {
+      return (from_w + 1) * 1000 + to_rank * 10 + i;
+    };
     constexpr int kSlot = 4;  // ints per block
     const int n = c.rsize;
     std::vector<int> sb(static_cast<size_t>(kSlot * n), kSent), rb(sb.size() + 1, kSent),
@@ -700,36 +706,36 @@ TEST_P(Inter, WrongArgumentsFailEverywhere) {
       expect_error(EP_Scatterv(buf.data(), ones.data(), displs.data(), MPI_INT, rb.data(), 1,
                                MPI_INT, bad, c.inter),
                    EP_ERR_ROOT, "EP_Scatterv", w);
-      expect_error(EP_Reduce(buf.data(), rb.data(), 1, MPI_INT, MPI_SUM, bad, c.inter),
-                   EP_ERR_ROOT, "EP_Reduce", w);
+      expect_error(EP_Reduce(buf.data(), rb.data(), 1, MPI_INT, MPI_SUM, bad, c.inter), EP_ERR_ROOT,
+                   "EP_Reduce", w);
       expect_error(EP_Ibcast(buf.data(), 1, MPI_INT, bad, c.inter, &rq), EP_ERR_ROOT, "EP_Ibcast",
                    w);
       expect_error(EP_Ireduce(buf.data(), rb.data(), 1, MPI_INT, MPI_SUM, bad, c.inter, &rq),
                    EP_ERR_ROOT, "EP_Ireduce", w);
     }
-    expect_error(EP_Allreduce(EP_IN_PLACE, rb.data(), 1, MPI_INT, MPI_SUM, c.inter),
-                 EP_ERR_BUFFER, "EP_Allreduce", w);
+    expect_error(EP_Allreduce(EP_IN_PLACE, rb.data(), 1, MPI_INT, MPI_SUM, c.inter), EP_ERR_BUFFER,
+                 "EP_Allreduce", w);
     expect_error(EP_Iallreduce(EP_IN_PLACE, rb.data(), 1, MPI_INT, MPI_SUM, c.inter, &rq),
                  EP_ERR_BUFFER, "EP_Iallreduce", w);
     expect_error(EP_Allgather(EP_IN_PLACE, 1, MPI_INT, rb.data(), 1, MPI_INT, c.inter),
                  EP_ERR_BUFFER, "EP_Allgather", w);
     expect_error(EP_Alltoall(EP_IN_PLACE, 1, MPI_INT, rb.data(), 1, MPI_INT, c.inter),
                  EP_ERR_BUFFER, "EP_Alltoall", w);
-    expect_error(EP_Gather(EP_IN_PLACE, 1, MPI_INT, rb.data(), 1, MPI_INT, c.root_arg(0, 0),
-                           c.inter),
-                 EP_ERR_BUFFER, "EP_Gather", w);
+    expect_error(
+        EP_Gather(EP_IN_PLACE, 1, MPI_INT, rb.data(), 1, MPI_INT, c.root_arg(0, 0), c.inter),
+        EP_ERR_BUFFER, "EP_Gather", w);
     expect_error(EP_Reduce_scatter_block(EP_IN_PLACE, rb.data(), 1, MPI_INT, MPI_SUM, c.inter),
                  EP_ERR_BUFFER, "EP_Reduce_scatter_block", w);
     expect_error(EP_Bcast(buf.data(), -1, MPI_INT, c.root_arg(1, 0), c.inter), EP_ERR_COUNT,
                  "EP_Bcast", w);
     expect_error(EP_Allreduce(buf.data(), rb.data(), -2, MPI_INT, MPI_SUM, c.inter), EP_ERR_COUNT,
                  "EP_Allreduce", w);
-    expect_error(EP_Gather(buf.data(), -1, MPI_INT, rb.data(), 1, MPI_INT, c.root_arg(0, 0),
-                           c.inter),
-                 EP_ERR_COUNT, "EP_Gather", w);
-    expect_error(EP_Scatter(buf.data(), 1, MPI_INT, rb.data(), -1, MPI_INT, c.root_arg(1, 0),
-                            c.inter),
-                 EP_ERR_COUNT, "EP_Scatter", w);
+    expect_error(
+        EP_Gather(buf.data(), -1, MPI_INT, rb.data(), 1, MPI_INT, c.root_arg(0, 0), c.inter),
+        EP_ERR_COUNT, "EP_Gather", w);
+    expect_error(
+        EP_Scatter(buf.data(), 1, MPI_INT, rb.data(), -1, MPI_INT, c.root_arg(1, 0), c.inter),
+        EP_ERR_COUNT, "EP_Scatter", w);
     expect_error(EP_Allgather(buf.data(), 1, MPI_INT, rb.data(), -3, MPI_INT, c.inter),
                  EP_ERR_COUNT, "EP_Allgather", w);
     std::vector<int> neg(buf.size(), -1);
