@@ -5,7 +5,9 @@
 // intracommunicators the families are in ops.cc and ops_reduce.cc; blocking calls start
 // and wait, except the allreduces that take the blocking fast path (fast.h).  On
 // intercommunicators (inter.cc) every family MPI 3.1 defines there - all but Scan and
-// Exscan - runs on the same engine, data going only between the two groups.
+// Exscan - runs on the same engine, data going only between the two groups (one round
+// between the groups' fragments; the design, and why no hidden union intracommunicator
+// is needed: inter.cc).
 // Arguments are checked by api/.
 //
 // Parts and arguments on an intercommunicator (MPI 3.1 section 5.2.2):
