@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "api/collectives_inter.h"
 #include "api/entry.h"
 #include "collectives/coll.h"
 #include "ep/ep.h"
@@ -38,8 +39,7 @@ int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request
 int intra_only(Endpoint* ep, const char* call) {
   if (!ep->comm->inter) return EP_SUCCESS;
   return fail(EP_ERR_COMM, call,
-              "comm is an intercommunicator (only EP_Barrier, EP_Bcast and EP_Allreduce "
-              "support intercommunicators)");
+              "comm is an intercommunicator (MPI defines no scan on intercommunicators)");
 }
 
 int check_root(Endpoint* ep, int root, const char* call) {
@@ -99,11 +99,10 @@ std::vector<int> strided(int n, int count) {
 int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
               EP_Comm comm, EP_Request* request, Kind kind, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  const bool inter = ep->comm->inter;
-  int err =
-      inter && (kind != Kind::kAllreduce || request != nullptr) ? intra_only(ep, call) : EP_SUCCESS;
-  if (err == EP_SUCCESS && inter && sbuf == EP_IN_PLACE) {
-    err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is not allowed on an intercommunicator");
+  int err = intra_only(ep, call);  // Scan, Exscan
+  if (ep->comm->inter && (kind == Kind::kReduce || kind == Kind::kAllreduce)) {
+    return inter_reduce(ep, sbuf, rbuf, count, type, op, root, kind == Kind::kAllreduce, request,
+                        call);
   }
   if (err == EP_SUCCESS && kind == Kind::kReduce) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
@@ -120,8 +119,6 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count);
   }
   if (err != EP_SUCCESS) return handle(ep, err);
-  if (inter)
-    return handle(ep, ep::collectives::inter_allreduce(ep, sbuf, rbuf, count, type, a.ti, op));
   a.op = op;
   a.count = count;
   a.type = type;
@@ -135,23 +132,12 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
 int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Request* request,
           const char* call) {
   EP_GET_COMM(ep, comm, call);
-  const ep::runtime::CommShared* c = ep->comm;
-  if (c->inter) {
-    if (request != nullptr) return handle(ep, intra_only(ep, call));
-    if (root != EP_ROOT && root != EP_PROC_NULL && (root < 0 || root >= c->remote_size)) {
-      return handle(
-          ep, fail(EP_ERR_ROOT, call, "root %d is not a rank of the remote group (size %d)", root,
-                   c->remote_size));
-    }
-  } else {
-    int err = check_root(ep, root, call);
-    if (err != EP_SUCCESS) return handle(ep, err);
-  }
-  TypeInfo ti;
-  // At EP_PROC_NULL (the root's group of an intercommunicator) the buffer is not used.
-  int err = check_triple(root == EP_PROC_NULL ? &ti : buf, count, type, &ti, "", call);
+  if (ep->comm->inter) return inter_bcast(ep, buf, count, type, root, request, call);
+  int err = check_root(ep, root, call);
   if (err != EP_SUCCESS) return handle(ep, err);
-  if (c->inter) return handle(ep, ep::collectives::inter_bcast(ep, buf, count, type, ti, root));
+  TypeInfo ti;
+  err = check_triple(buf, count, type, &ti, "", call);
+  if (err != EP_SUCCESS) return handle(ep, err);
   OpArgs a;
   a.root = root;
   Part p;
@@ -168,8 +154,11 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
            const int* rcounts, const int* displs, MPI_Datatype rtype, int root, EP_Comm comm,
            bool all, bool vector, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);
-  if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
+  if (ep->comm->inter) {
+    return inter_gather(ep, sbuf, scount, stype, rbuf, rcount, rcounts, displs, rtype, root, all,
+                        vector, request, call);
+  }
+  int err = all ? EP_SUCCESS : check_root(ep, root, call);
   if (err != EP_SUCCESS) return handle(ep, err);
   const int n = ep->comm->size;
   const bool receiver = all || ep->rank == root;
@@ -213,8 +202,11 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
             void* rbuf, int rcount, MPI_Datatype rtype, int root, EP_Comm comm, bool vector,
             EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);
-  if (err == EP_SUCCESS) err = check_root(ep, root, call);
+  if (ep->comm->inter) {
+    return inter_scatter(ep, sbuf, scount, scounts, displs, stype, rbuf, rcount, rtype, root,
+                         vector, request, call);
+  }
+  int err = check_root(ep, root, call);
   if (err != EP_SUCCESS) return handle(ep, err);
   const int n = ep->comm->size;
   Part p;
@@ -255,8 +247,11 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
              void* rbuf, const int* rcounts, const int* rdispls, MPI_Datatype rtype, EP_Comm comm,
              int scount, int rcount, bool vector, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  if (ep->comm->inter) {
+    return inter_alltoall(ep, sbuf, scount, scounts, sdispls, stype, rbuf, rcount, rcounts, rdispls,
+                          rtype, vector, request, call);
+  }
+  int err = EP_SUCCESS;
   const int n = ep->comm->size;
   Part p;
   if (vector) {
@@ -335,11 +330,13 @@ int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MP
               void* rbuf, const int* rcounts, const int* rdispls, const MPI_Datatype* rtypes,
               EP_Comm comm, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  if (ep->comm->inter) {
+    return inter_alltoallw(ep, sbuf, scounts, sdispls, stypes, rbuf, rcounts, rdispls, rtypes,
+                           request, call);
+  }
   const int n = ep->comm->size;
   Part p;
-  err = check_counts(rcounts, rdispls, n, "receive ", call);
+  int err = check_counts(rcounts, rdispls, n, "receive ", call);
   if (err == EP_SUCCESS) err = check_types(rtypes, n, &p.rtis, "receive ", call);
   if (err == EP_SUCCESS) {
     p.rcounts.assign(rcounts, rcounts + n);
@@ -366,8 +363,11 @@ int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MP
 int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount, MPI_Datatype type,
                    MPI_Op op, EP_Comm comm, bool block, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);
-  if (err == EP_SUCCESS) err = check_op(op, call);
+  if (ep->comm->inter) {
+    return inter_reduce_scatter(ep, sbuf, rbuf, rcounts, rcount, type, op, block, request,
+                                call);
+  }
+  int err = check_op(op, call);
   if (err != EP_SUCCESS) return handle(ep, err);
   const int n = ep->comm->size;
   Part p;
@@ -408,10 +408,7 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
 
 int ibarrier(EP_Comm comm, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  if (ep->comm->inter) {
-    if (request != nullptr) return handle(ep, intra_only(ep, call));
-    return handle(ep, ep::collectives::inter_barrier(ep));
-  }
+  if (ep->comm->inter) return inter_barrier(ep, request, call);
   return handle(ep, run(ep, Kind::kBarrier, Part(), OpArgs(), request));
 }
 

@@ -183,14 +183,12 @@ int EP_Comm_remote_size(EP_Comm comm, int* size) {
 int EP_Comm_split(EP_Comm comm, int color, int key, EP_Comm* newcomm) {
   const char* call = "EP_Comm_split";
   EP_GET_COMM(ep, comm, call);
-  if (ep->comm->inter) {
-    // Every endpoint sees this, so none waits for the others.
-    return handle(ep, fail(EP_ERR_COMM, call, "splitting an intercommunicator is not supported"));
-  }
   // A NULL newcomm or a bad colour still takes part in the exchange (nobody hangs);
-  // a bad colour makes every endpoint fail with EP_ERR_ARG.
+  // a bad colour makes every endpoint fail with EP_ERR_ARG (of both groups, on an
+  // intercommunicator).
   Endpoint* n = nullptr;
-  int err = ep::runtime::comm_split(ep, color, key, &n);
+  int err = ep->comm->inter ? ep::runtime::intercomm_split(ep, color, key, &n)
+                            : ep::runtime::comm_split(ep, color, key, &n);
   if (err == EP_SUCCESS && newcomm == nullptr) {
     if (n != nullptr) ep::runtime::comm_free(n);
     err = fail(EP_ERR_ARG, call, "newcomm is NULL");

@@ -1,17 +1,35 @@
 // coll.h - collectives over endpoints communicators: the interface api/ uses.
 //
-// What it is: every collective of API.md on intracommunicators, blocking and
-// nonblocking (each Kind below has both forms: the nonblocking call returns start()'s
-// request, the blocking one waits for it), through one engine (engine.h: local arrival,
-// an exchange among fragments, local finish; families in ops.cc and ops_reduce.cc);
-// blocking calls start and wait, except the allreduces that take the blocking fast path
-// (fast.h).  So a nonblocking collective has the same hierarchical shape as its blocking
-// form: one exchange among fragment leaders, progressed by the engine's pass hook (the
-// progress thread, or a waiter); many may be outstanding on one or several
-// communicators, each matched by its start order (Endpoint::coll_seq).  On
-// intercommunicators: Barrier, Bcast and Allreduce (blocking, inter.cc).  Arguments are
-// checked by api/.
+// What it is: every collective of API.md, blocking and nonblocking (each Kind below has
+// both forms: the nonblocking call returns start()'s request, the blocking one waits for
+// it), through one engine (engine.h: local arrival, an exchange among fragments, local
+// finish).  On intracommunicators the families are in ops.cc and ops_reduce.cc; blocking
+// calls start and wait, except the allreduces that take the blocking fast path (fast.h).
+// So a nonblocking collective has the same hierarchical shape as its blocking form: one
+// exchange among fragment leaders, progressed by the engine's pass hook (the progress
+// thread, or a waiter); many may be outstanding on one or several communicators, each
+// matched by its start order (Endpoint::coll_seq).  On intercommunicators (inter.cc)
+// every family MPI 3.1 defines there - all but Scan and Exscan - runs on the same engine,
+// data going only between the two groups (one round between the groups' fragments; the
+// design, and why no hidden union intracommunicator is needed: inter.cc).
+// Arguments are checked by api/.
 //
+// Parts and arguments on an intercommunicator (MPI 3.1 section 5.2.2):
+//   args.root     each endpoint's own root argument: kRoot at the root, kProcNull at the
+//                 rest of the root's group, the root's rank in the remote group at the
+//                 other group's endpoints (start() keeps it per endpoint, Part::root);
+//   scounts/sdispls, rcounts/rdispls  indexed by remote rank (Gatherv, Scatterv,
+//                 Allgatherv, Alltoallv; the non-v forms fill them uniformly), except
+//                 Reduce_scatter(_block)'s rcounts, which index the local group (how the
+//                 other group's combination is scattered here);
+//   args.count    reductions: elements of each input vector (Reduce_scatter: the sum of
+//                 rcounts, which the other group's sum must equal);
+//   EP_IN_PLACE   never (api/ refuses it).
+// Each group receives what the other group sent: Allgather the other group's blocks,
+// Allreduce and Reduce_scatter the combination of the other group's inputs (in that
+// group's rank order, for non-commutative ops), Reduce at the root that of the other
+// group.
+
 // Which layouts take which path.  Data always travels tagged with its rank, so every
 // layout is correct (grouped by process, reversed, interleaved, several fragments per
 // process after a merge), for the data-movement families too:
@@ -34,13 +52,13 @@
 // Ops are applied with libep's loops or MPI_Reduce_local, so user ops and every
 // datatype work.
 //
-// Threading: start, run_fast and the inter_* calls are collective over the endpoints
-// of the communicator, one thread each (any thread per endpoint).  release_scratch
-// runs in EP_Finalize, after every collective.
+// Threading: start and run_fast are collective over the endpoints of the communicator
+// (of both groups on an intercommunicator), one thread each (any thread per endpoint).
+// release_scratch runs in EP_Finalize, after every collective.
 //
 // Memory ordering: a started operation's outputs are released by request_complete and
 // acquired by request_wait/test (engine.h); run_fast's outputs by the fast path's
-// generation word (fast.h).  The inter_* calls return after their outputs are written.
+// generation word (fast.h).
 #ifndef EP_COLLECTIVES_COLL_H_
 #define EP_COLLECTIVES_COLL_H_
 
@@ -67,22 +85,16 @@ enum class Kind {
   kExscan,
 };
 
-// Starts a collective on an intracommunicator; returns the endpoint's request
-// (held by caller + operation).  `part` holds this endpoint's buffers; for the
-// non-v forms the caller fills the per-rank counts and displacements too.
+// Starts a collective (intra or inter; not Scan or Exscan on an intercommunicator);
+// returns the endpoint's request (held by caller + operation).  `part` holds this
+// endpoint's buffers; for the non-v forms the caller fills the per-rank counts and
+// displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
-// A blocking allreduce through the fast path (fast.h): true if it took it (then *err
-// holds the result), false if the call must go through start().
+// A blocking allreduce on an intracommunicator through the fast path (fast.h): true if
+// it took it (then *err holds the result), false if the call must go through start().
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& args, int* err);
 // Frees the scratch buffers reductions keep for reuse (EP_Finalize).
 void release_scratch();
-
-// Intercommunicators (blocking).
-int inter_barrier(Endpoint* ep);
-int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
-                int root);
-int inter_allreduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
-                    const TypeInfo& ti, MPI_Op op);
 
 }  // namespace ep::collectives
 

@@ -53,10 +53,20 @@ FragState* state_of(CommShared* c) {
 
 int nfrags(const CollOp& op) { return static_cast<int>(op.c->frag_leaders.size()); }
 
+// The fragments whose blobs `in` holds: the remote group's on an intercommunicator.
+int in_frags(const CollOp& op) {
+  return static_cast<int>(op.c->inter ? op.c->remote_frag_leaders.size()
+                                      : op.c->frag_leaders.size());
+}
+
 // The shadow endpoint through which this fragment's leader talks.
 Endpoint* leader(const CollOp& op) { return op.c->coll->local[0].get(); }
 
-int leader_rank(const CollOp& op, int frag) { return op.c->frag_leaders[frag]; }
+// The rank the shadow leader addresses for `frag`: on an intercommunicator (kPeers) a
+// rank of the remote group, which is what its point-to-point addresses.
+int leader_rank(const CollOp& op, int frag) {
+  return op.c->inter ? op.c->remote_frag_leaders[frag] : op.c->frag_leaders[frag];
+}
 
 void post_send(CollOp& op, int frag, std::string data) {
   op.sends.push_back(std::make_unique<runtime::HiddenSend>(leader(op), leader_rank(op, frag),
@@ -119,6 +129,17 @@ bool post_round(CollOp& op) {
         post_send(op, f, std::move(op.out_for[f]));
       }
       return true;
+    case Pattern::kPeers:
+      if (op.round > 0) return false;
+      for (int f : op.peer_recvs) post_recv(op, f);
+      for (int f : op.peer_sends) {
+        if (op.out_for.empty()) {
+          post_send_out(op, f);
+        } else {
+          post_send(op, f, std::move(op.out_for[f]));
+        }
+      }
+      return true;
     case Pattern::kBcast: {
       int parent = -1;
       std::vector<int> children;
@@ -163,7 +184,9 @@ void complete_parts(CollOp& op) {
 
 void finish_op(CollOp& op) {
   const int me = op.c->my_frag;
-  if (op.pattern == Pattern::kScatter && me == op.root_frag) {
+  if (op.c->inter) {
+    // kPeers or kNone: `in` holds the remote group's blobs only
+  } else if (op.pattern == Pattern::kScatter && me == op.root_frag) {
     op.in[me] = std::move(op.out_for[me]);
   } else if (op.pattern == Pattern::kAlltoall) {
     op.in[me] = std::move(op.out_for[me]);
@@ -223,8 +246,8 @@ bool advance(FragState* fs) {
 void run(std::unique_ptr<CollOp> op, FragState* fs) {
   op->start();
   const int n = nfrags(*op);
-  op->in.assign(static_cast<size_t>(n), std::string());
-  if (n == 1 || op->pattern == Pattern::kNone) {
+  op->in.assign(static_cast<size_t>(in_frags(*op)), std::string());
+  if ((n == 1 && op->pattern != Pattern::kPeers) || op->pattern == Pattern::kNone) {
     finish_op(*op);
     return;
   }
@@ -288,7 +311,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
   FragState* fs = state_of(c);
   const int tag = runtime::hidden_tag(ep);
   Request* r = runtime::request_new(runtime::RequestKind::kColl, /*user_handle=*/true);
-  r->needs_engine = c->frag_leaders.size() > 1;
+  r->needs_engine = c->frag_leaders.size() > 1 || c->inter;
   part.req = r;
   part.rank = ep->rank;
   std::unique_ptr<CollOp> started;

@@ -1,8 +1,9 @@
 // engine.h - how a collective runs: local arrival, an exchange among fragments, local
 // finish; and the process-level state of the collectives.
 //
-// What it is: every collective on an intracommunicator is one `CollOp` per fragment
-// (comm.h: the endpoints of one process in the communicator, normally), in three phases:
+// What it is: every collective is one `CollOp` per fragment (comm.h: the endpoints of
+// one process in the communicator, normally; on an intercommunicator, of one group),
+// in three phases:
 //   1. Arrival (engine.cc: arrive).  Each local endpoint deposits its `Part` (buffers,
 //      counts, its request).  The last to arrive *starts* the op: it reads every local
 //      input (reductions combine here, reduce_util.h) and builds the blobs this fragment
@@ -13,7 +14,9 @@
 //        bcast       binomial tree from the root's fragment (receive, then forward);
 //        gather      every fragment sends to the root's fragment;
 //        scatter     the root's fragment sends each fragment its blob;
-//        alltoall    each fragment sends every other fragment its own blob.
+//        alltoall    each fragment sends every other fragment its own blob;
+//        peers       (intercommunicators) one round of sends to and receives from
+//                    listed fragments of the remote group (collectives/inter.cc).
 //   3. Finish.  Whoever completes the schedule computes the results, writes every local
 //      part's output buffer and completes the parts' requests.
 // A communicator with one fragment skips phase 2: the starter finishes at once.
@@ -71,6 +74,9 @@ using runtime::TypeInfo;
 // One endpoint's arguments.
 struct Part {
   int rank = 0;
+  // Intercommunicators: this endpoint's root argument (kRoot, kProcNull or a remote
+  // rank), which differs among the endpoints of the root's group (coll.h).
+  int root = 0;
   const void* sbuf = nullptr;
   void* rbuf = nullptr;
   int scount = 0, rcount = 0;
@@ -84,7 +90,11 @@ struct Part {
   Request* req = nullptr;
 };
 
-enum class Pattern { kNone, kAllgather, kBcast, kGather, kScatter, kAlltoall };
+// kPeers (intercommunicators only): one round in which this fragment sends to the
+// remote group's fragments listed in CollOp::peer_sends (out_for[f] if out_for is not
+// empty, else the shared `out`) and receives from those in peer_recvs; `in` is then
+// indexed by remote fragment.
+enum class Pattern { kNone, kAllgather, kBcast, kGather, kScatter, kAlltoall, kPeers };
 
 // An operation's common arguments (each endpoint's own are in its Part).
 struct OpArgs {
@@ -118,6 +128,7 @@ class CollOp {
   std::string out;                   // this fragment's blob
   std::vector<std::string> out_for;  // by destination fragment
   std::vector<std::string> in;       // received, by source fragment (own blob included)
+  std::vector<int> peer_sends, peer_recvs;  // kPeers: remote fragments
 
   int missing = 0;  // local endpoints that have not arrived (under FragState::mu)
   // Schedule state (advancing thread only).

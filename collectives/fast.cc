@@ -127,8 +127,8 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
 }  // namespace
 
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
-  // Barriers stay on the engine's path (fast.h).
-  if (kind != Kind::kAllreduce || !predefined_op(a.op) ||
+  // Barriers and intercommunicators stay on the engine's path (fast.h).
+  if (kind != Kind::kAllreduce || ep->comm->inter || !predefined_op(a.op) ||
       (a.ti.size * a.count > kFastBytes && !a.ti.contiguous)) {
     return false;
   }

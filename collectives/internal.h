@@ -3,8 +3,8 @@
 // What it is: the few helpers that more than one file of this package needs and no
 // other header owns: the engine's pass hook (engine.cc, installed by process.cc), the
 // per-rank blob format and part lookups of the operation families (ops.cc,
-// ops_reduce.cc), and the constructors of the reduction families (ops_reduce.cc, used by
-// make_op in ops.cc).
+// ops_reduce.cc, inter.cc), the constructors of the reduction families (ops_reduce.cc,
+// used by make_op in ops.cc) and the intercommunicator entry (inter.cc, used by start).
 //
 // Threading: poll_schedules runs only on the engine baton holder (one pass at a time).
 // The rest are plain functions on the calling thread's data: an op's starter or
@@ -54,6 +54,9 @@ void for_ranked(const std::string& blob, F&& f) {
 // for `kind`; Scan (exclusive: Exscan).
 std::unique_ptr<CollOp> make_reduce_op(Kind kind);
 std::unique_ptr<CollOp> make_scan_op(bool exclusive);
+
+// start() on an intercommunicator (inter.cc): every family but Scan and Exscan.
+Request* inter_start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
 
 }  // namespace ep::collectives
 

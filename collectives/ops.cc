@@ -191,6 +191,7 @@ Part* part_of_rank(CollOp& op, int rank) {
 }
 
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
+  if (ep->comm->inter) return inter_start(ep, kind, std::move(part), args);
   return arrive(ep, std::move(part), [kind, &args] {
     std::unique_ptr<CollOp> op = make_op(kind);
     op->args = args;

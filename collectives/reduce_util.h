@@ -2,8 +2,8 @@
 // typed buffers, in parallel chunks when large, and the scratch buffers they use.
 //
 // What it is: the helpers through which the collective families (ops_*.cc), the
-// blocking fast path (fast.cc, pcomm.cc) and the intercommunicator collectives
-// (inter.cc) touch user data.  Reductions compute acc = x op acc element-wise:
+// blocking fast path (fast.cc, pcomm.cc) and the intercommunicator families (inter.cc)
+// touch user data.  Reductions compute acc = x op acc element-wise:
 // predefined ops on predefined types in libep's vectorized loops (runtime/reduce.h),
 // everything else in MPI_Reduce_local, so user ops and every datatype work.  A step
 // over `count` elements runs in chunks:
@@ -19,7 +19,7 @@
 // touch); release_scratch() frees them (EP_Finalize).
 //
 // Threading: every step runs on the calling thread (an op's starter or finisher, the
-// fast path's last arrival, an intercommunicator collective's caller), which may hand
+// fast path's last arrival), which may hand
 // chunks to team members or oneTBB workers; it returns when every chunk is done, and
 // distinct chunks touch distinct elements.  The scratch pool is thread-safe (its
 // mutex); a TypedBuffer belongs to the thread that made it.

@@ -177,6 +177,26 @@ CommShared* begin(int num_local) {
   return c;
 }
 
+// The fragments of a group with addresses `addr`: the lowest rank of each (proc, ctx),
+// ascending; each rank's fragment; whether every fragment's ranks are contiguous.
+void fragments_of(const std::vector<EpAddr>& addr, std::vector<int>* leaders,
+                  std::vector<int>* frag_of, bool* grouped) {
+  leaders->clear();
+  frag_of->assign(addr.size(), 0);
+  std::unordered_map<uint64_t, int> frag;  // (proc, ctx) -> fragment index
+  for (size_t r = 0; r < addr.size(); ++r) {
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(addr[r].proc)) << 32) | addr[r].ctx;
+    auto it = frag.find(key);
+    if (it == frag.end()) {
+      it = frag.emplace(key, static_cast<int>(leaders->size())).first;
+      leaders->push_back(static_cast<int>(r));
+    }
+    (*frag_of)[r] = it->second;
+  }
+  *grouped = true;
+  for (size_t r = 1; r < addr.size(); ++r) *grouped &= (*frag_of)[r] >= (*frag_of)[r - 1];
+}
+
 // Fills in membership: addresses and identities by rank (local group), fragments,
 // this fragment's endpoints' ranks and their positions among this process's ranks.
 void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) {
@@ -213,6 +233,8 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
   c->grouped = true;
   for (int r = 1; r < c->size; ++r) c->grouped &= c->frag_of[r] >= c->frag_of[r - 1];
   for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
+  if (c->inter)
+    fragments_of(c->remote_addr, &c->remote_frag_leaders, &c->remote_frag_of, &c->remote_grouped);
   if (CommShared* s = c->coll) {  // the shadow has the same membership, contexts + 1
     auto shift = [](std::vector<EpAddr> v) {
       for (EpAddr& a : v) ++a.ctx;
@@ -781,6 +803,86 @@ int intercomm_create_from_group(Endpoint* ep, const std::vector<Identity>& membe
                              remote_leader, tag - 1);
   }
   bcast(sub, 0, std::move(remote), [sc, hv](std::string& data) {
+    complete_halves(sc, *hv, true, data);
+    return std::shared_ptr<void>();
+  });
+  *out = adopt(hv->h, ep, sub->local_index);
+  comm_free(sub);
+  return EP_SUCCESS;
+}
+
+namespace {
+
+// Every rank's (colour, key) of one group, by rank.
+struct Choices {
+  std::vector<int> colors, keys;
+  // The rank that becomes rank 0 of colour `col`'s group: the smallest (key, rank).
+  int leader_of(int col) const {
+    int best = -1;
+    for (int r = 0; r < static_cast<int>(colors.size()); ++r) {
+      if (colors[r] == col && (best < 0 || keys[r] < keys[best])) best = r;
+    }
+    return best;
+  }
+  // A rank with an invalid colour (negative, not EP_UNDEFINED), or -1.
+  int bad() const {
+    for (int r = 0; r < static_cast<int>(colors.size()); ++r) {
+      if (colors[r] != kUndefined && colors[r] < 0) return r;
+    }
+    return -1;
+  }
+};
+
+Choices read_choices(const std::string& blob) {
+  Choices ch;
+  BlobReader rd(blob);
+  while (!rd.done()) {
+    ch.colors.push_back(rd.get<int>());
+    ch.keys.push_back(rd.get<int>());
+  }
+  return ch;
+}
+
+}  // namespace
+
+// EP_Comm_split of an intercommunicator: each group gathers its (colour, key) choices
+// and the rank-0 endpoints swap them, so every endpoint knows both groups' choices.
+// Then each group splits its hidden local_comm by the colours that both groups use,
+// and for each such colour the two new groups' rank-0 endpoints swap their tables as
+// comm_dup's do (over the old intercommunicator, one message pair per colour).
+int intercomm_split(Endpoint* ep, int color, int key, Endpoint** out) {
+  Endpoint* lep = local_side(ep);
+  const int tag = hidden_tag(ep);
+  *out = nullptr;
+  BlobWriter w;
+  w.put<int>(color);
+  w.put<int>(key);
+  std::string mine;
+  for (std::string& b : allgather(lep, w.take())) mine += b;
+  std::string theirs;
+  if (ep->rank == 0) theirs = sendrecv_hidden(ep, 0, tag, mine, 0, tag);
+  theirs = bcast(lep, 0, std::move(theirs));
+  const Choices local = read_choices(mine), remote = read_choices(theirs);
+  const int bad_local = local.bad(), bad_remote = remote.bad();
+  if (bad_local >= 0 || bad_remote >= 0) {
+    const bool here = bad_local >= 0;
+    const int r = here ? bad_local : bad_remote;
+    return fail(EP_ERR_ARG, "EP_Comm_split",
+                "color %d at rank %d of the %s group is negative (and not EP_UNDEFINED)",
+                (here ? local : remote).colors[r], r, here ? "local" : "remote");
+  }
+  const int remote_leader = color == kUndefined ? -1 : remote.leader_of(color);
+  Endpoint* sub = nullptr;
+  comm_split(lep, remote_leader >= 0 ? color : kUndefined, key, &sub);
+  if (sub == nullptr) return EP_SUCCESS;
+  CommShared* sc = sub->comm;
+  std::shared_ptr<Halves> hv = make_halves(sub);
+  std::string table;
+  if (sub->rank == 0) {
+    table = sendrecv_hidden(ep, remote_leader, tag - 1, write_group(hv->haddr, sc->ids),
+                            remote_leader, tag - 1);
+  }
+  bcast(sub, 0, std::move(table), [sc, hv](std::string& data) {
     complete_halves(sc, *hv, true, data);
     return std::shared_ptr<void>();
   });

@@ -14,9 +14,10 @@
 //
 // Intercommunicators: each group's fragment ("half") has `inter` set, `addr`/`ids`
 // for its local group and `remote_addr`/`remote_ids` for the remote group; point-to-
-// point addresses the remote group (peer()).  `local_comm` is a hidden intracomm over
-// the local group (same local indices) that carries the group-internal part of
-// collectives on the intercommunicator.
+// point addresses the remote group (peer()), and `remote_frag_*` describe the remote
+// group's fragments (where collectives send).  `local_comm` is a hidden intracomm over
+// the local group (same local indices) that carries the group-internal part of the
+// creation calls on the intercommunicator (dup, split, merge, create).
 //
 // Each endpoint has an identity {origin, rank} fixed when EP_Comm_create_endpoints
 // made it; dup, split and merge keep identities, so groups compare and translate by
@@ -116,6 +117,11 @@ class CommShared {
   std::vector<EpAddr> remote_addr;
   std::vector<Identity> remote_ids;
   CommShared* local_comm = nullptr;  // hidden intracomm over the local group
+  // The remote group's fragments, as frag_leaders / frag_of / grouped are the local
+  // group's (set by finish from remote_addr): where collectives send to the other group.
+  std::vector<int> remote_frag_leaders;
+  std::vector<int> remote_frag_of;
+  bool remote_grouped = true;
   // The shadow: same membership, context id ctx + 1, its own endpoints.  libep's own
   // traffic on this communicator (creation exchanges, collectives) goes there, never
   // through the user's endpoints; a thread uses the shadow's endpoints only while it
@@ -287,6 +293,12 @@ void comm_idup(Endpoint* ep, Request* r, IdupDone done);
 void comm_join_workers();
 // Collective over ep's (intra)communicator; *out is nullptr for EP_UNDEFINED.
 int comm_split(Endpoint* ep, int color, int key, Endpoint** out);
+// EP_Comm_split of an intercommunicator (collective over both groups): *out is the
+// intercommunicator between the endpoints of each group with ep's colour, ordered by
+// (key, old rank) within each group; nullptr for EP_UNDEFINED or a colour that only
+// one group uses.  A negative colour other than EP_UNDEFINED anywhere in either group
+// fails at every endpoint with EP_ERR_ARG.
+int intercomm_split(Endpoint* ep, int color, int key, Endpoint** out);
 // Collective over local_comm; `peer` and `remote_leader` matter at the local leader.
 int intercomm_create(Endpoint* ep, int local_leader, Endpoint* peer, int remote_leader, int tag,
                      Endpoint** out);

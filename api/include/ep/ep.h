@@ -164,7 +164,10 @@ int EP_Comm_dup(EP_Comm comm, EP_Comm *newcomm); /* collective over the endpoint
 int EP_Comm_free(EP_Comm *comm);                 /* sets *comm to EP_COMM_NULL */
 int EP_Comm_compare(EP_Comm comm1, EP_Comm comm2, int *result);
 /* MPI semantics over endpoints: endpoints of one process may pick different colours;
- * key orders ranks across the whole new communicator (ties by old rank). */
+ * key orders ranks across the whole new communicator (ties by old rank).  On an
+ * intercommunicator: the intercommunicator between each colour's endpoints of the two
+ * groups (key orders each group); EP_COMM_NULL for EP_UNDEFINED or a colour of one
+ * group only. */
 int EP_Comm_split(EP_Comm comm, int color, int key, EP_Comm *newcomm);
 int EP_Comm_test_inter(EP_Comm comm, int *flag);
 int EP_Comm_remote_size(EP_Comm comm, int *size); /* intercommunicators only */
@@ -338,12 +341,16 @@ int EP_Status_set_elements(EP_Status *status, MPI_Datatype datatype, int count);
 int EP_Status_set_cancelled(EP_Status *status, int flag);
 
 /* ---- Collectives (every endpoint of the communicator calls) ------------------------ */
-/* On an intercommunicator: Barrier spans both groups; Bcast takes EP_ROOT at the root,
- * EP_PROC_NULL at the other members of the root's group and the root's rank in the
- * remote group elsewhere; Allreduce gives each group the reduction of the other's data. */
+/* On an intercommunicator every collective but Scan and Exscan works, blocking and
+ * nonblocking (MPI 3.1 5.2.2): rooted ones take EP_ROOT at the root, EP_PROC_NULL at the
+ * other members of the root's group and the root's rank in the remote group elsewhere;
+ * count/displacement arrays are indexed by remote rank (Reduce_scatter's recvcounts by
+ * local rank); each group receives the other group's data (Allgather, Alltoall) or the
+ * reduction of the other group's inputs (Allreduce, Reduce_scatter, Reduce at the root);
+ * EP_IN_PLACE is not allowed there. */
 /* Arguments follow MPI 3.1; EP_IN_PLACE where MPI allows it; non-root endpoints may pass
  * NULL for arguments significant only at the root.  Non-commutative ops are applied in
- * rank order.  Collectives other than these three are for intracommunicators. */
+ * rank order. */
 int EP_Barrier(EP_Comm comm);
 int EP_Bcast(void *buf, int count, MPI_Datatype datatype, int root, EP_Comm comm);
 int EP_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -383,7 +390,7 @@ int EP_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int EP_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[],
                  const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
                  const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm);
-/* Nonblocking (intracommunicators): the arguments of the blocking call, then the request
+/* Nonblocking (intra- and intercommunicators): the arguments of the blocking call, then the request
  * (NULL is EP_ERR_ARG).  Progressed by the progress thread, so they complete while the
  * application computes.  Several may be outstanding on one or more communicators; they
  * complete in any order they are waited for and match in the order each endpoint started
