@@ -60,6 +60,7 @@ int win_attach(Win* w, void* base, MPI_Aint size, const char* call) {
 int win_detach(Win* w, const void* base, const char* call) {
   int err = check_dynamic(w, call);
   if (err != EP_SUCCESS) return err;
+  if (base == nullptr) return fail(EP_ERR_ARG, call, "base is NULL");
   const uintptr_t b = reinterpret_cast<uintptr_t>(base);
   std::unique_lock<std::shared_mutex> g(w->regions_mu);  // waits for accesses in flight
   auto it = above(w->regions, b);
