@@ -41,12 +41,11 @@ constexpr int kPscwModes = MPI_MODE_NOCHECK | MPI_MODE_NOSTORE | MPI_MODE_NOPUT;
 extern "C" {
 
 int EP_Win_create_dynamic(MPI_Info info, EP_Comm comm, EP_Win* win) {
-  (void)info;
   EP_GET_COMM(ep, comm, "EP_Win_create_dynamic");
   int err = check_create(0, 1, false, nullptr, win, ep, "EP_Win_create_dynamic");
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, nullptr, 0, 1, ep::rma::Flavor::kDynamic, /*node_paths=*/false, err,
+  err = ep::rma::win_create(ep, nullptr, 0, 1, ep::rma::Flavor::kDynamic, node_paths(info), err,
                             &w, "EP_Win_create_dynamic");
   if (err != EP_SUCCESS) return handle(ep, err);
   *win = reinterpret_cast<EP_Win>(w);

@@ -343,6 +343,26 @@ int run_dynamic_local(Win* target, const OpArgs& a, const Layout& ol, const Layo
   return EP_SUCCESS;
 }
 
+// A dynamic window's target of another process of this node: the range check in its
+// published regions, then a cross-memory copy (*done).  Not done (no error): the
+// target's handler must serve it (no node path, an overflowed table, a refused copy).
+int run_dynamic_node(Target& t, const OpArgs& a, const Layout& ol, const Layout& rl,
+                     const Layout& tl, bool* done, const char* call) {
+  *done = false;
+  if (t.regions == nullptr || t.cma_pid == 0) return EP_SUCCESS;
+  const uintptr_t addr = static_cast<uintptr_t>(a.tdisp);
+  const int in = attached_published(t.regions, addr + static_cast<uintptr_t>(tl.lo),
+                                    static_cast<uint64_t>(tl.hi - tl.lo));
+  if (in == 0) {
+    return fail(EP_ERR_RMA_RANGE, call,
+                "bytes [%#llx, %#llx) of target %d are not inside one attached region",
+                static_cast<unsigned long long>(addr + tl.lo),
+                static_cast<unsigned long long>(addr + tl.hi), a.target);
+  }
+  *done = in == 1 && run_cma(t, static_cast<int64_t>(a.tdisp), a, ol, rl, tl);
+  return EP_SUCCESS;
+}
+
 }  // namespace
 
 int rma_op(Win* w, const OpArgs& a, const char* call, runtime::Request** req) {
@@ -363,20 +383,24 @@ int rma_op(Win* w, const OpArgs& a, const char* call, runtime::Request** req) {
   Target& t = w->targets[a.target];
   const int64_t off = static_cast<int64_t>(a.tdisp) * t.disp_unit;
   const bool copy_only = a.kind == OpKind::kPut || a.kind == OpKind::kGet;
-  if (w->flavor == Flavor::kDynamic && t.local != nullptr) {
-    return run_dynamic_local(t.local, a, ol, rl, tl, call);
+  if (w->flavor == Flavor::kDynamic) {
+    if (t.local != nullptr) return run_dynamic_local(t.local, a, ol, rl, tl, call);
+    bool done = false;
+    err = run_dynamic_node(t, a, ol, rl, tl, &done, call);
+    if (err != EP_SUCCESS || done) return err;
   } else if (t.local != nullptr) {
     run_direct(t.local->base + off, t.local->acc_lock, a, ol, rl, tl);
+    return EP_SUCCESS;
   } else if (t.mapped != nullptr) {
     run_direct(t.mapped + off, t.mapped_lock, a, ol, rl, tl);
+    return EP_SUCCESS;
   } else if (t.cma_pid != 0 && (copy_only || t.mapped_lock != nullptr) &&
              run_cma(t, off, a, ol, rl, tl)) {
-    // done: a kernel copy, complete now
-  } else {
-    runtime::Request* r = nullptr;
-    if (req != nullptr && a.has_result()) *req = r = travelling_request(w);
-    run_remote(w, t, off, a, ol, rl, tl, r);
+    return EP_SUCCESS;  // a kernel copy, complete now
   }
+  runtime::Request* r = nullptr;
+  if (req != nullptr && a.has_result()) *req = r = travelling_request(w);
+  run_remote(w, t, off, a, ol, rl, tl, r);
   return EP_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,12 @@ int check_rank(const Win* w, int rank, bool* skip, const char* call) {
 int prepare_memory(Win* w, void* base, bool allocate, bool node_paths, int local_error,
                    const char* call) {
   if (!allocate) w->base = static_cast<char*>(base);
-  if (local_error != EP_SUCCESS || (node_paths && allocate_segment(w, allocate))) {
+  const bool dynamic = w->flavor == Flavor::kDynamic;
+  if (local_error != EP_SUCCESS ||
+      (node_paths && allocate_segment(w, allocate, dynamic ? sizeof(RegionTable) : 0))) {
+    if (local_error == EP_SUCCESS && dynamic) {
+      w->published = new (w->seg + kSegHeader) RegionTable;
+    }
     return local_error;
   }
   // No segment (e.g. out of file descriptors): private memory and lock; the node's
@@ -139,7 +145,7 @@ int first_bad_rank(const std::vector<std::string>& all) {
 // Fills t from its endpoint's entry and picks its path: this process, a mapping of its
 // segment, cross-memory attach, or (what fails falls back to) remote handler calls.
 // Nothing is mapped if `map` is false (some endpoint failed).
-void connect_target(Target& t, const std::string& entry, bool map) {
+void connect_target(Target& t, const std::string& entry, bool map, bool dynamic) {
   runtime::BlobReader rd(entry);
   rd.get<int32_t>();  // the verdict
   t.id = rd.get<uint32_t>();
@@ -155,10 +161,14 @@ void connect_target(Target& t, const std::string& entry, bool map) {
   if (t.proc == runtime::runtime()->world_rank) {
     t.local = table().find(t.id);  // registered before the exchange
   } else if (node == node_key() && map && target_node_paths) {
-    if (fd >= 0 && map_segment(&t, pid, fd, len, cookie) && mem_in_seg) {
+    const bool seg = fd >= 0 && map_segment(&t, pid, fd, len, cookie);
+    if (seg && mem_in_seg) {
       t.mapped = t.segment + kSegHeader;  // EP_Win_allocate: the memory is shared
     } else {
       probe_cma(&t, pid, win_cookie_at, win_cookie);
+    }
+    if (seg && dynamic && len >= kSegHeader + sizeof(RegionTable)) {
+      t.regions = reinterpret_cast<const RegionTable*>(t.segment + kSegHeader);
     }
   }
 }
@@ -230,7 +240,7 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, Flavor fl
   w->targets.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     w->targets[r].proc = ep->comm->addr[r].proc;
-    connect_target(w->targets[r], all[r], /*map=*/bad_rank < 0);
+    connect_target(w->targets[r], all[r], /*map=*/bad_rank < 0, flavor == Flavor::kDynamic);
   }
   if (bad_rank >= 0) {
     discard(w);

@@ -76,6 +76,22 @@ struct Region {
   uint64_t len = 0;
 };
 
+// A dynamic window's regions as published in its shared segment (after the header), for
+// the origins of other processes of the node: a seqlock.  The owner's thread writes it
+// (attach/detach, under regions_mu): version odd (relaxed store, then a release fence),
+// the entries (relaxed), version even (release).  A reader loads version (acquire),
+// reads entries (relaxed), an acquire fence, and version again (relaxed): equal and even
+// means a consistent snapshot (it pairs with the writer's release store / fence).
+// Lock-free atomics only, so it works across processes.
+struct RegionTable {
+  static constexpr uint32_t kMax = 254;
+  std::atomic<uint64_t> version{0};
+  std::atomic<uint32_t> count{0};  // kMax + 1: too many regions, use handler calls
+  struct Entry {
+    std::atomic<uint64_t> base{0}, len{0};
+  } entries[kMax];  // sorted by base
+};
+
 // What an origin knows about each rank of the window.
 struct Target {
   int proc = 0;      // MPI_COMM_WORLD rank
@@ -95,6 +111,9 @@ struct Target {
   // clears it if a copy fails and falls back to handler calls).
   int cma_pid = 0;
   uint64_t remote_base = 0;
+  // A dynamic window of another process of the node: its published regions (in the
+  // mapped segment), checked by the origin thread before a cross-memory copy.
+  const RegionTable* regions = nullptr;
 };
 
 struct LockWaiter {
@@ -140,6 +159,7 @@ class Win {
   // detach waits for the accesses in flight and an access never touches detached memory.
   std::shared_mutex regions_mu;
   std::vector<Region> regions;  // guarded by regions_mu
+  RegionTable* published = nullptr;  // in seg, if the node's processes may read it
 
   // Origin side (the endpoint's thread, except the atomics).
   std::vector<uint64_t> issued;  // chunks sent, by target rank
@@ -205,17 +225,29 @@ int win_flush_local_all(Win* w, const char* call);
 // Dynamic windows (rma/dynamic.cc).  Creation is win_create with size 0 and flavor
 // kDynamic.  How an origin learns the target's regions without the target's thread:
 //   this process   it reads the target Win's region list under its shared lock;
-//   other process  the packet's blocks are checked by the target's handler, on the
-//                  target process's baton holder, under the same lock; a miss writes
-//                  nothing, and the reply carries EP_ERR_RMA_RANGE (remote_error),
-//                  reported by the next flush/unlock/fence of that target.
-// Cost: one uncontended shared-mutex acquisition per operation (and a binary search of
-// the regions); no message, no copy of the region table to origins.
+//   this node      the target publishes its regions in its shared segment (RegionTable,
+//                  a seqlock); the origin maps it at creation, checks the range there
+//                  and copies by cross-memory attach (rma/segment.h): no target thread
+//                  at all;
+//   other process  (another node, a full table, or ep_shared_memory=false) the packet's
+//                  blocks are checked by the target's handler, on the target process's
+//                  baton holder, under the same lock; a miss writes nothing, and the
+//                  reply carries EP_ERR_RMA_RANGE (remote_error), reported by the next
+//                  flush/unlock/fence of that target.
+// Cost: per operation one uncontended shared-mutex acquisition, or two loads of the
+// version word, plus a binary search of the regions; per attach/detach one rewrite of
+// the published table (O(regions)); no message, no copy of the table to the origins.
+// Between the origin's check and its copy the target may detach (a race the user's
+// synchronization must exclude, as in MPI): the copy then lands in memory that is no
+// longer attached, or fails and the handler path takes over.
 int win_attach(Win* w, void* base, MPI_Aint size, const char* call);
 int win_detach(Win* w, const void* base, const char* call);
 // True if [addr, addr + len) lies inside one attached region of w (caller holds
 // regions_mu, shared or exclusive).
 bool attached(const Win* w, uintptr_t addr, uint64_t len);
+// The same against another process's published regions: 1 attached, 0 not, -1 the table
+// overflowed (ask the target's handler instead).
+int attached_published(const RegionTable* t, uintptr_t addr, uint64_t len);
 
 // Shared windows (rma/shared.cc): one memfd segment for the whole window, created by
 // rank 0 and mapped by every endpoint (within a process too, one mapping per endpoint);

@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tests/common/harness.h"
@@ -28,9 +29,19 @@ using ep_rma_test::run_world;
 
 [[maybe_unused]] const bool kWatchdog = ep_rma_test::install_watchdog();
 
-EP_Win dyn(EP_Comm comm) {
+// Every test runs with the node paths (published regions, cross-memory attach) and with
+// ep_shared_memory=false (the target's progress thread checks and serves).
+class Dynamic : public ::testing::TestWithParam<bool> {};
+
+EP_Win dyn(EP_Comm comm, bool handler) {
   EP_Win w = EP_WIN_NULL;
-  EXPECT_EP_OK(EP_Win_create_dynamic(MPI_INFO_NULL, comm, &w));
+  MPI_Info info = MPI_INFO_NULL;
+  if (handler) {
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "ep_shared_memory", "false");
+  }
+  EXPECT_EP_OK(EP_Win_create_dynamic(info, comm, &w));
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);
   EXPECT_EP_OK(EP_Win_set_errhandler(w, EP_ERRORS_RETURN));
   return w;
 }
@@ -53,10 +64,11 @@ int op_then_flush(int op_rc, int t, EP_Win win) {
   return flush_rc;
 }
 
-TEST(Dynamic, SeveralRegionsPerEndpoint) {
-  run_world([](const Ctx& c) {
+TEST_P(Dynamic, SeveralRegionsPerEndpoint) {
+  const bool handler = GetParam();
+  run_world([handler](const Ctx& c) {
     const int n = c.size;
-    EP_Win win = dyn(c.comm);
+    EP_Win win = dyn(c.comm, handler);
     std::vector<std::vector<int32_t>> regions(3);
     std::vector<std::vector<MPI_Aint>> addr;
     for (int k = 0; k < 3; ++k) {
@@ -93,10 +105,11 @@ TEST(Dynamic, SeveralRegionsPerEndpoint) {
   });
 }
 
-TEST(Dynamic, DetachedMemoryIsRangeError) {
-  run_world([](const Ctx& c) {
+TEST_P(Dynamic, DetachedMemoryIsRangeError) {
+  const bool handler = GetParam();
+  run_world([handler](const Ctx& c) {
     const int n = c.size;
-    EP_Win win = dyn(c.comm);
+    EP_Win win = dyn(c.comm, handler);
     std::vector<int64_t> a(static_cast<size_t>(n), 0), b(static_cast<size_t>(n), 7);
     EXPECT_EP_OK(EP_Win_attach(win, a.data(), static_cast<MPI_Aint>(n * 8)));
     EXPECT_EP_OK(EP_Win_attach(win, b.data(), static_cast<MPI_Aint>(n * 8)));
@@ -151,9 +164,10 @@ TEST(Dynamic, DetachedMemoryIsRangeError) {
   });
 }
 
-TEST(Dynamic, AttachDetachErrors) {
-  run_world([](const Ctx& c) {
-    EP_Win win = dyn(c.comm);
+TEST_P(Dynamic, AttachDetachErrors) {
+  const bool handler = GetParam();
+  run_world([handler](const Ctx& c) {
+    EP_Win win = dyn(c.comm, handler);
     std::vector<char> m(256);
     EXPECT_EP_OK(EP_Win_attach(win, m.data() + 64, 64));
     EXPECT_EQ(EP_Win_attach(win, m.data() + 64, 64), EP_ERR_ARG) << "the same region twice";
@@ -185,11 +199,12 @@ TEST(Dynamic, AttachDetachErrors) {
   });
 }
 
-TEST(Dynamic, StressAttachDetachWhileAccessed) {
+TEST_P(Dynamic, StressAttachDetachWhileAccessed) {
+  const bool handler = GetParam();
   static constexpr int kRounds = 150;
-  run_world([](const Ctx& c) {
+  run_world([handler](const Ctx& c) {
     const int n = c.size;
-    EP_Win win = dyn(c.comm);
+    EP_Win win = dyn(c.comm, handler);
     std::vector<int64_t> stable(1, 0), scratch(static_cast<size_t>(n), 0);
     EXPECT_EP_OK(EP_Win_attach(win, stable.data(), 8));
     const auto sa = gather_addr(stable.data(), c.comm, n);
@@ -229,5 +244,10 @@ TEST(Dynamic, StressAttachDetachWhileAccessed) {
     EXPECT_EP_OK(EP_Win_free(&win));
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, Dynamic, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return std::string(i.param ? "Handler" : "Node");
+                         });
 
 }  // namespace

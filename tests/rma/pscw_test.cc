@@ -183,7 +183,8 @@ TEST_P(Pscw, Errors) {
 
 INSTANTIATE_TEST_SUITE_P(Flavors, Pscw,
                          ::testing::Values(Flavor::kCreate, Flavor::kAllocate, Flavor::kHandler,
-                                           Flavor::kDynamic, Flavor::kShared),
+                                           Flavor::kDynamic, Flavor::kShared,
+                                           Flavor::kDynamicHandler),
                          ep_rma_test::flavor_name);
 
 }  // namespace

@@ -189,8 +189,9 @@ TEST_P(Req, ErrorsAndAttributes) {
     EXPECT_EP_OK(EP_Win_get_attr(w.win, EP_WIN_CREATE_FLAVOR, &flav, &flag));
     ASSERT_EQ(flag, 1);
     ASSERT_NE(flav, nullptr);
+    const bool dynamic = flavor == Flavor::kDynamic || flavor == Flavor::kDynamicHandler;
     const int want = flavor == Flavor::kAllocate  ? EP_WIN_FLAVOR_ALLOCATE
-                     : flavor == Flavor::kDynamic ? EP_WIN_FLAVOR_DYNAMIC
+                     : dynamic                    ? EP_WIN_FLAVOR_DYNAMIC
                      : flavor == Flavor::kShared  ? EP_WIN_FLAVOR_SHARED
                                                   : EP_WIN_FLAVOR_CREATE;
     EXPECT_EQ(*flav, want);
@@ -205,7 +206,8 @@ TEST_P(Req, ErrorsAndAttributes) {
 
 INSTANTIATE_TEST_SUITE_P(Flavors, Req,
                          ::testing::Values(Flavor::kCreate, Flavor::kAllocate, Flavor::kHandler,
-                                           Flavor::kDynamic, Flavor::kShared),
+                                           Flavor::kDynamic, Flavor::kShared,
+                                           Flavor::kDynamicHandler),
                          ep_rma_test::flavor_name);
 
 }  // namespace

@@ -138,7 +138,9 @@ inline void free_win(EP_Win* win) {
 // nodes take) instead of cross-memory attach.
 // kDynamic: EP_Win_create_dynamic, each endpoint's memory attached, the addresses
 // exchanged (WinOf::disp).  kShared: EP_Win_allocate_shared (the tests run on one node).
-enum class Flavor { kCreate, kAllocate, kHandler, kDynamic, kShared };
+// kDynamicHandler: kDynamic with ep_shared_memory=false (the node's other processes
+// go through the target's progress thread, as other nodes do).
+enum class Flavor { kCreate, kAllocate, kHandler, kDynamic, kShared, kDynamicHandler };
 
 inline const char* flavor_name(const ::testing::TestParamInfo<Flavor>& info) {
   switch (info.param) {
@@ -150,6 +152,8 @@ inline const char* flavor_name(const ::testing::TestParamInfo<Flavor>& info) {
       return "Dynamic";
     case Flavor::kShared:
       return "Shared";
+    case Flavor::kDynamicHandler:
+      return "DynamicHandler";
     default:
       return "Handler";
   }
@@ -191,10 +195,16 @@ WinOf<T> open_win(Flavor f, size_t n, int du, EP_Comm comm, Init&& init) {
     if (rc == EP_SUCCESS) {
       EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
     }
-  } else if (f == Flavor::kDynamic) {
+  } else if (f == Flavor::kDynamic || f == Flavor::kDynamicHandler) {
     w.own.resize(n);
     w.mem = w.own.data();
-    int rc = EP_Win_create_dynamic(MPI_INFO_NULL, comm, &w.win);
+    MPI_Info info = MPI_INFO_NULL;
+    if (f == Flavor::kDynamicHandler) {
+      MPI_Info_create(&info);
+      MPI_Info_set(info, "ep_shared_memory", "false");
+    }
+    int rc = EP_Win_create_dynamic(info, comm, &w.win);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_create_dynamic: " << describe(rc);
     if (rc == EP_SUCCESS) {
       EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
