@@ -9,9 +9,10 @@
 // exchanged with EP_Allgather), the origin measures
 //   * the 8-byte EP_Rput rate: {EP_Rput of one int64; EP_Wait; EP_Win_flush}, ops/s;
 //   * the 8-byte EP_Rget latency: {EP_Rget of one int64; EP_Wait}, us per operation.
-// Between processes a dynamic window is always served by the target's progress thread
-// (rma/window.h), so these rows are both "inside a node" and "through the progress
-// thread".  Baseline in the same run, interleaved: MPI_Rput / MPI_Rget with the same
+// Twice: with the node path (the origin checks the target's published regions and copies
+// by cross-memory attach) and with ep_shared_memory=false (the target's progress thread
+// checks and serves: the path of other nodes).  Information rows: the same to rank 1,
+// a target in the origin's own process.  Baseline in the same run, interleaved: MPI_Rput / MPI_Rget with the same
 // completion on an MPI_Win_create_dynamic window from MPI rank 0 to MPI rank 1 (which
 // waits in MPI_Barrier meanwhile, driving MPICH's progress).
 // Shared windows: a load/store ping-pong between ranks 0 and 2 through
@@ -75,7 +76,7 @@ double pingpong(std::atomic<int64_t>* ping, std::atomic<int64_t>* pong, bool ini
 }
 
 struct Series {
-  std::vector<double> put, get, put_local, get_local, ping;
+  std::vector<double> put, get, put_local, get_local, put_handler, get_handler, ping;
 };
 
 }  // namespace
@@ -132,14 +133,25 @@ int main(int argc, char** argv) {
       int me = -1, n = 0;
       CHECK(EP_Comm_rank(c, &me));
       CHECK(EP_Comm_size(c, &n));
-      EP_Win dyn, shm;
-      std::vector<int64_t> dmem(2, 0);
+      EP_Win dyn, hdyn, shm;
+      std::vector<int64_t> dmem(2, 0), hmem(2, 0);
       CHECK(EP_Win_create_dynamic(MPI_INFO_NULL, c, &dyn));
       CHECK(EP_Win_attach(dyn, dmem.data(), 16));
+      MPI_Info handler_only;
+      MPI_Info_create(&handler_only);
+      MPI_Info_set(handler_only, "ep_shared_memory", "false");
+      CHECK(EP_Win_create_dynamic(handler_only, c, &hdyn));
+      MPI_Info_free(&handler_only);
+      CHECK(EP_Win_attach(hdyn, hmem.data(), 16));
+      MPI_Aint ha = 0;
+      MPI_Get_address(hmem.data(), &ha);
+      std::vector<MPI_Aint> haddr(4);
       MPI_Aint a = 0;
       MPI_Get_address(dmem.data(), &a);
       std::vector<MPI_Aint> addr(static_cast<size_t>(n));
       CHECK(EP_Allgather(&a, 1, MPI_AINT, addr.data(), 1, MPI_AINT, c));
+      haddr.resize(static_cast<size_t>(n));
+      CHECK(EP_Allgather(&ha, 1, MPI_AINT, haddr.data(), 1, MPI_AINT, c));
       void* sbase = nullptr;
       CHECK(EP_Win_allocate_shared(64, 1, MPI_INFO_NULL, c, &sbase, &shm));
       new (sbase) std::atomic<int64_t>(0);
@@ -154,29 +166,34 @@ int main(int argc, char** argv) {
       CHECK(EP_Barrier(c));
       int64_t v = 0, got = 0, seq = 0, last = -1;
       if (me == kOrigin) CHECK(EP_Win_lock_all(0, dyn));
+      if (me == kOrigin) CHECK(EP_Win_lock_all(0, hdyn));
       for (int r = 0; r < g_reps; ++r) {
         if (me == kOrigin) {
-          auto rput = [&](int t, std::vector<double>* out) {
+          auto rput = [&](EP_Win w, const std::vector<MPI_Aint>& ad, int t,
+                          std::vector<double>* out) {
             out->push_back(time_per_call(kPutIters, [&] {
               ++v;
               EP_Request q;
-              CHECK(EP_Rput(&v, 1, MPI_INT64_T, t, addr[t], 1, MPI_INT64_T, dyn, &q));
+              CHECK(EP_Rput(&v, 1, MPI_INT64_T, t, ad[t], 1, MPI_INT64_T, w, &q));
               CHECK(EP_Wait(&q, EP_STATUS_IGNORE));
-              CHECK(EP_Win_flush(t, dyn));
+              CHECK(EP_Win_flush(t, w));
             }));
           };
-          auto rget = [&](int t, std::vector<double>* out) {
+          auto rget = [&](EP_Win w, const std::vector<MPI_Aint>& ad, int t,
+                          std::vector<double>* out) {
             out->push_back(time_per_call(kGetIters, [&] {
               EP_Request q;
-              CHECK(EP_Rget(&got, 1, MPI_INT64_T, t, addr[t] + 8, 1, MPI_INT64_T, dyn, &q));
+              CHECK(EP_Rget(&got, 1, MPI_INT64_T, t, ad[t] + 8, 1, MPI_INT64_T, w, &q));
               CHECK(EP_Wait(&q, EP_STATUS_IGNORE));
             }));
           };
-          rput(kTarget, &ep.put);
+          rput(dyn, addr, kTarget, &ep.put);
           last = v;
-          rget(kTarget, &ep.get);
-          rput(kLocalTarget, &ep.put_local);
-          rget(kLocalTarget, &ep.get_local);
+          rget(dyn, addr, kTarget, &ep.get);
+          rput(hdyn, haddr, kTarget, &ep.put_handler);
+          rget(hdyn, haddr, kTarget, &ep.get_handler);
+          rput(dyn, addr, kLocalTarget, &ep.put_local);
+          rget(dyn, addr, kLocalTarget, &ep.get_local);
         }
         CHECK(EP_Barrier(c));
         if (me == kOrigin || me == kTarget) {
@@ -209,6 +226,7 @@ int main(int argc, char** argv) {
         CHECK(EP_Barrier(c));
       }
       if (me == kOrigin) CHECK(EP_Win_unlock_all(dyn));
+      if (me == kOrigin) CHECK(EP_Win_unlock_all(hdyn));
       CHECK(EP_Bcast(&last, 1, MPI_INT64_T, kOrigin, c));
       if (me == kTarget && dmem[0] != last) {
         std::fprintf(stderr, "rma_dyn_bench: last put %lld, expected %lld\n",
@@ -223,6 +241,8 @@ int main(int argc, char** argv) {
       CHECK(EP_Barrier(c));
       CHECK(EP_Win_detach(dyn, dmem.data()));
       CHECK(EP_Win_free(&dyn));
+      CHECK(EP_Win_detach(hdyn, hmem.data()));
+      CHECK(EP_Win_free(&hdyn));
       CHECK(EP_Win_free(&shm));
     });
   }
@@ -249,6 +269,8 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("ep_dyn_rput8_rate %.0f\n", 1.0 / median(ep.put));
     std::printf("ep_dyn_rget8_us %.3f\n", median(ep.get) * 1e6);
+    std::printf("ep_dynh_rput8_rate %.0f\n", 1.0 / median(ep.put_handler));
+    std::printf("ep_dynh_rget8_us %.3f\n", median(ep.get_handler) * 1e6);
     std::printf("ep_dyn_local_rput8_rate %.0f\n", 1.0 / median(ep.put_local));
     std::printf("ep_dyn_local_rget8_us %.3f\n", median(ep.get_local) * 1e6);
     std::printf("ep_shm_ping_us %.3f\n", median(ep.ping) * 1e6);
