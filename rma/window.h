@@ -20,6 +20,19 @@
 //   otherwise      remote handler calls: packets served by the target process's
 //                  progress engine (rma/wire.h; the handler is rma/serve.cc).
 //
+// Flavors (EP_WIN_CREATE_FLAVOR).  create/allocate: as above.  dynamic: size 0 at
+// creation, memory attached later; displacements are target addresses, checked against
+// the target's regions where the access happens ("Dynamic windows" below).  shared: one
+// segment for the whole window, mapped by every endpoint, so every target is `mapped`
+// (rma/shared.cc).  Every flavor keeps the accumulate lock and the unified model.
+//
+// Synchronization.  Fence and passive target (lock, lock_all, flush, flush_local) as
+// below; general active target (post/start/complete/wait/test) by zero-byte notices on
+// the window's private communicator (rma/pscw.cc).  Request-based operations are valid
+// in passive epochs only; their request completes locally: at once for put and
+// accumulate (the data was copied into the target or a packet), when the last reply's
+// data is in place for get and get_accumulate served by handler calls.
+//
 // Completion.  The first two paths complete when the call returns.  For the third the
 // origin counts the chunks it sent to each target rank (`issued`, origin thread only)
 // and their replies (`acked`, incremented by the baton holder that handled the reply);
@@ -27,6 +40,7 @@
 // (runtime/wait.h).  Replies from one target come in request order (rma/wire.h), so
 // kUnlock's ack also means that every earlier operation on that target was applied.
 //   fence  = flush_all, then a barrier on the window's communicator;
+//   complete (PSCW) = flush of each target of the start group, then its notice;
 //   unlock = flush(t), then kUnlock and wait for its ack;
 //   free   = flush_all, barrier, unregister (nobody can address the window then).
 //
