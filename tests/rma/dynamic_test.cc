@@ -8,6 +8,7 @@
 //    works again;
 //  * attach/detach errors: overlapping regions (EP_ERR_ARG), a base that is not attached
 //    (EP_ERR_RMA_RANGE), attach on another flavor (EP_ERR_WIN), NULL base (EP_ERR_ARG);
+//  * 300 regions (more than the published table holds): still exact, still checked;
 //  * stress (tag "stress", TSAN in CI): every endpoint attaches and detaches a scratch
 //    region in a loop while all endpoints accumulate into every target's stable region and
 //    put into the scratch regions; the stable totals are exact, scratch accesses either
@@ -195,6 +196,38 @@ TEST_P(Dynamic, AttachDetachErrors) {
     EXPECT_EQ(EP_Win_attach(other, m.data(), 8), EP_ERR_WIN);
     EXPECT_EQ(EP_Win_detach(other, m.data()), EP_ERR_WIN);
     ep_rma_test::free_win(&other);
+    EXPECT_EP_OK(EP_Win_free(&win));
+  });
+}
+
+// More regions than the published table holds (rma/window.h's RegionTable::kMax): the
+// node's origins then go through the target's handler, which still checks every range.
+TEST_P(Dynamic, ManyRegions) {
+  const bool handler = GetParam();
+  run_world([handler](const Ctx& c) {
+    constexpr int kRegions = 300;
+    const int n = c.size;
+    EP_Win win = dyn(c.comm, handler);
+    std::vector<int64_t> mem(2 * kRegions, 0);
+    for (int k = 0; k < kRegions; ++k) EXPECT_EP_OK(EP_Win_attach(win, &mem[2 * k], 8));
+    const auto last = gather_addr(&mem[2 * (kRegions - 1)], c.comm, n);
+    const auto first = gather_addr(&mem[0], c.comm, n);
+    const int t = (c.rank + 1) % n, from = (c.rank + n - 1) % n;
+    EXPECT_EP_OK(EP_Win_lock_all(0, win));
+    const int64_t v = 50 + c.rank;
+    EXPECT_EP_OK(EP_Put(&v, 1, MPI_INT64_T, t, last[t], 1, MPI_INT64_T, win));
+    EXPECT_EP_OK(EP_Accumulate(&v, 1, MPI_INT64_T, t, first[t], 1, MPI_INT64_T, MPI_SUM, win));
+    EXPECT_EQ(op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, last[t] + 8, 1, MPI_INT64_T, win), t,
+                            win),
+              EP_ERR_RMA_RANGE)
+        << "the gap between two regions is not attached";
+    EXPECT_EP_OK(EP_Win_unlock_all(win));
+    EXPECT_EP_OK(EP_Barrier(c.comm));
+    EXPECT_EQ(mem[2 * (kRegions - 1)], 50 + from);
+    EXPECT_EQ(mem[0], 50 + from);
+    EXPECT_EQ(mem[2 * (kRegions - 1) + 1], 0);
+    for (int k = 0; k < kRegions; ++k) EXPECT_EP_OK(EP_Win_detach(win, &mem[2 * k]));
+    EXPECT_EP_OK(EP_Barrier(c.comm));
     EXPECT_EP_OK(EP_Win_free(&win));
   });
 }
