@@ -17,8 +17,8 @@ int EP_Win_create(void* base, MPI_Aint size, int disp_unit, MPI_Info info, EP_Co
   int err = check_create(size, disp_unit, true, base, win, ep, "EP_Win_create");
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, base, size, disp_unit, ep::rma::Flavor::kCreate, node_paths(info), err, &w,
-                            "EP_Win_create");
+  err = ep::rma::win_create(ep, base, size, disp_unit, ep::rma::Flavor::kCreate, node_paths(info),
+                            err, &w, "EP_Win_create");
   if (err != EP_SUCCESS) return handle(ep, err);
   *win = reinterpret_cast<EP_Win>(w);  // not NULL: check_create passed everywhere
   return EP_SUCCESS;
@@ -33,8 +33,8 @@ int EP_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, v
   }
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, nullptr, size, disp_unit, ep::rma::Flavor::kAllocate, node_paths(info), err, &w,
-                            "EP_Win_allocate");
+  err = ep::rma::win_create(ep, nullptr, size, disp_unit, ep::rma::Flavor::kAllocate,
+                            node_paths(info), err, &w, "EP_Win_allocate");
   if (err != EP_SUCCESS) return handle(ep, err);
   *static_cast<void**>(baseptr) = w->base;
   *win = reinterpret_cast<EP_Win>(w);

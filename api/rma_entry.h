@@ -21,7 +21,6 @@ using ep::rma::OpArgs;
 using ep::rma::OpKind;
 using ep::rma::Win;
 
-
 using ep::rma::OpArgs;
 using ep::rma::OpKind;
 using ep::rma::Win;
@@ -51,8 +50,8 @@ inline int handle_win(Win* w, int code) { return handle(w->errhandler, EP_COMM_N
   }
 
 // The local verdict on a window's creation arguments (reported through fail()).
-inline int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* base, const void* out,
-                 Endpoint* ep, const char* call) {
+inline int check_create(MPI_Aint size, int disp_unit, bool base_needed, const void* base,
+                        const void* out, Endpoint* ep, const char* call) {
   if (out == nullptr) return fail(EP_ERR_ARG, call, "win is NULL");
   if (ep->comm->inter) {
     return fail(EP_ERR_COMM, call,
@@ -70,7 +69,7 @@ inline int check_create(MPI_Aint size, int disp_unit, bool base_needed, const vo
 
 // Checks the arguments of a buffer that carries data (count, datatype, pointer).
 inline int check_data(const void* buf, int count, MPI_Datatype type, const char* call,
-               const char* count_arg, const char* type_arg, const char* buf_arg) {
+                      const char* count_arg, const char* type_arg, const char* buf_arg) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "%s %d is negative", count_arg, count);
   if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "%s is EP_IN_PLACE", buf_arg);
   TypeInfo ti;
@@ -93,8 +92,8 @@ inline bool node_paths(MPI_Info info) {
 }
 
 inline OpArgs op_args(OpKind kind, const void* obuf, int ocount, MPI_Datatype otype, void* rbuf,
-               int rcount, MPI_Datatype rtype, int target, MPI_Aint tdisp, int tcount,
-               MPI_Datatype ttype, MPI_Op op) {
+                      int rcount, MPI_Datatype rtype, int target, MPI_Aint tdisp, int tcount,
+                      MPI_Datatype ttype, MPI_Op op) {
   OpArgs a;
   a.kind = kind;
   a.obuf = obuf;
@@ -126,10 +125,9 @@ inline int run_op(EP_Win win, const OpArgs& a, const char* call, EP_Request* req
                      get ? "origin_datatype" : "result_datatype",
                      get ? "origin_addr" : "result_addr");
   }
-  if (err == EP_SUCCESS && a.kind == OpKind::kCas &&
-      (a.cbuf == nullptr || a.cbuf == EP_IN_PLACE)) {
-    err = fail(EP_ERR_BUFFER, call, "compare_addr is %s",
-               a.cbuf == nullptr ? "NULL" : "EP_IN_PLACE");
+  if (err == EP_SUCCESS && a.kind == OpKind::kCas && (a.cbuf == nullptr || a.cbuf == EP_IN_PLACE)) {
+    err =
+        fail(EP_ERR_BUFFER, call, "compare_addr is %s", a.cbuf == nullptr ? "NULL" : "EP_IN_PLACE");
   }
   if (err == EP_SUCCESS && a.tcount < 0) {
     err = fail(EP_ERR_COUNT, call, "target_count %d is negative", a.tcount);

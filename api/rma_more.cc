@@ -45,8 +45,8 @@ int EP_Win_create_dynamic(MPI_Info info, EP_Comm comm, EP_Win* win) {
   int err = check_create(0, 1, false, nullptr, win, ep, "EP_Win_create_dynamic");
   if (err != EP_SUCCESS && ep->comm->inter) return handle(ep, err);  // every endpoint fails
   Win* w = nullptr;
-  err = ep::rma::win_create(ep, nullptr, 0, 1, ep::rma::Flavor::kDynamic, node_paths(info), err,
-                            &w, "EP_Win_create_dynamic");
+  err = ep::rma::win_create(ep, nullptr, 0, 1, ep::rma::Flavor::kDynamic, node_paths(info), err, &w,
+                            "EP_Win_create_dynamic");
   if (err != EP_SUCCESS) return handle(ep, err);
   *win = reinterpret_cast<EP_Win>(w);
   return EP_SUCCESS;
@@ -62,8 +62,8 @@ int EP_Win_detach(EP_Win win, const void* base) {
   return handle_win(w, ep::rma::win_detach(w, base, "EP_Win_detach"));
 }
 
-int EP_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
-                           void* baseptr, EP_Win* win) {
+int EP_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm, void* baseptr,
+                           EP_Win* win) {
   (void)info;  // alloc_shared_noncontig permits gaps; the segments are contiguous anyway
   EP_GET_COMM(ep, comm, "EP_Win_allocate_shared");
   int err = check_create(size, disp_unit, false, nullptr, win, ep, "EP_Win_allocate_shared");
@@ -83,13 +83,13 @@ int EP_Win_shared_query(EP_Win win, int rank, MPI_Aint* size, int* disp_unit, vo
   EP_GET_WIN(w, win, "EP_Win_shared_query");
   if (size == nullptr || disp_unit == nullptr || baseptr == nullptr) {
     return handle_win(w, fail(EP_ERR_ARG, "EP_Win_shared_query", "%s is NULL",
-                              size == nullptr ? "size"
+                              size == nullptr        ? "size"
                               : disp_unit == nullptr ? "disp_unit"
                                                      : "baseptr"));
   }
-  return handle_win(w, ep::rma::win_shared_query(w, rank, size, disp_unit,
-                                                 static_cast<void**>(baseptr),
-                                                 "EP_Win_shared_query"));
+  return handle_win(
+      w, ep::rma::win_shared_query(w, rank, size, disp_unit, static_cast<void**>(baseptr),
+                                   "EP_Win_shared_query"));
 }
 
 int EP_Rput(const void* origin_addr, int origin_count, MPI_Datatype origin_datatype,
@@ -158,9 +158,9 @@ int EP_Win_sync(EP_Win win) {
 int EP_Win_post(EP_Group group, int assert_flags, EP_Win win) {
   EP_GET_WIN(w, win, "EP_Win_post");
   if ((assert_flags & ~kPscwModes) != 0) {
-    return handle_win(w, fail(EP_ERR_ARG, "EP_Win_post",
-                              "assert %#x: only EP_MODE_NOCHECK, NOSTORE and NOPUT apply",
-                              assert_flags));
+    return handle_win(
+        w, fail(EP_ERR_ARG, "EP_Win_post",
+                "assert %#x: only EP_MODE_NOCHECK, NOSTORE and NOPUT apply", assert_flags));
   }
   std::vector<int> ranks;
   int err = group_ranks(w, group, &ranks, "EP_Win_post");

@@ -104,7 +104,8 @@ bool attached(const Win* w, uintptr_t addr, uint64_t len) {
 int win_attach(Win* w, void* base, MPI_Aint size, const char* call) {
   int err = check_dynamic(w, call);
   if (err != EP_SUCCESS) return err;
-  if (size < 0) return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
+  if (size < 0)
+    return fail(EP_ERR_ARG, call, "size %lld is negative", static_cast<long long>(size));
   if (base == nullptr) return fail(EP_ERR_ARG, call, "base is NULL");
   const Region r{reinterpret_cast<uintptr_t>(base), static_cast<uint64_t>(size)};
   std::unique_lock<std::shared_mutex> g(w->regions_mu);

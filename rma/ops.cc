@@ -309,9 +309,10 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
 
 // A request-based operation needs a passive-target epoch (API.md); PROC_NULL: any.
 int check_request_epoch(const Win* w, int target, const char* call) {
-  const bool ok = target == kProcNull ? (w->lock_all || w->nlocked > 0)
-                                      : (target < 0 || target >= static_cast<int>(w->targets.size()) ||
-                                         in_passive_epoch(w, target));
+  const bool ok = target == kProcNull
+                      ? (w->lock_all || w->nlocked > 0)
+                      : (target < 0 || target >= static_cast<int>(w->targets.size()) ||
+                         in_passive_epoch(w, target));
   if (ok) return EP_SUCCESS;
   return fail(EP_ERR_RMA_SYNC, call,
               "request-based operations need a passive-target epoch (EP_Win_lock or "
@@ -333,7 +334,8 @@ int run_dynamic_local(Win* target, const OpArgs& a, const Layout& ol, const Layo
                       const Layout& tl, const char* call) {
   const uintptr_t addr = static_cast<uintptr_t>(a.tdisp);
   std::shared_lock<std::shared_mutex> g(target->regions_mu);
-  if (!attached(target, addr + static_cast<uintptr_t>(tl.lo), static_cast<uint64_t>(tl.hi - tl.lo))) {
+  if (!attached(target, addr + static_cast<uintptr_t>(tl.lo),
+                static_cast<uint64_t>(tl.hi - tl.lo))) {
     return fail(EP_ERR_RMA_RANGE, call,
                 "bytes [%#llx, %#llx) of target %d are not inside one attached region",
                 static_cast<unsigned long long>(addr + tl.lo),

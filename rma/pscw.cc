@@ -34,8 +34,8 @@ const runtime::TypeInfo& byte_info() {
 }
 
 void notify(Win* w, int rank, int tag, const char* call) {
-  runtime::send(nullptr, 0, MPI_BYTE, byte_info(), rank, tag, w->ep,
-                runtime::SendMode::kStandard, nullptr, call);
+  runtime::send(nullptr, 0, MPI_BYTE, byte_info(), rank, tag, w->ep, runtime::SendMode::kStandard,
+                nullptr, call);
 }
 
 runtime::Request* expect(Win* w, int rank, int tag) {
@@ -85,8 +85,8 @@ int win_complete(Win* w, const char* call) {
     wait_target(w, r);
     const int e = w->remote_error[r].exchange(0, std::memory_order_relaxed);
     if (e != EP_SUCCESS && err == EP_SUCCESS) {
-      err = fail(e, call, "an operation to target %d accessed memory that is not attached there",
-                 r);
+      err =
+          fail(e, call, "an operation to target %d accessed memory that is not attached there", r);
     }
     notify(w, r, kCompleteTag, call);
     w->in_start[r] = 0;

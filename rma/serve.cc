@@ -23,8 +23,8 @@ inline char* at(uintptr_t base, int64_t off) {
 }
 
 // Applies `stream` (the chunk's payload) to the blocks, consuming it in order.
-void apply_blocks(uintptr_t base, const WireBlock* blocks, uint32_t n, const char* stream, uint8_t op,
-                  MPI_Datatype basic, MPI_Op mpi_op, int64_t elem) {
+void apply_blocks(uintptr_t base, const WireBlock* blocks, uint32_t n, const char* stream,
+                  uint8_t op, MPI_Datatype basic, MPI_Op mpi_op, int64_t elem) {
   for (uint32_t i = 0; i < n; ++i) {
     char* dst = at(base, blocks[i].off);
     if (op == kPut) {
@@ -132,7 +132,8 @@ void serve_lock(Win* w, int src_proc, const RmaHeader& h) {
 void count_reply(Win* w, const RmaHeader& h, const char* payload) {
   switch (h.op) {
     case kAck:
-      if (h.range_error) w->remote_error[h.origin_target].store(EP_ERR_RMA_RANGE, std::memory_order_relaxed);
+      if (h.range_error)
+        w->remote_error[h.origin_target].store(EP_ERR_RMA_RANGE, std::memory_order_relaxed);
       w->acked[h.origin_target].fetch_add(1, std::memory_order_release);  // pairs: wait_acked
       break;
     case kGrant:

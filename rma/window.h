@@ -172,7 +172,7 @@ class Win {
   // the baton holder) holds the shared lock from its range check to its last byte, so a
   // detach waits for the accesses in flight and an access never touches detached memory.
   std::shared_mutex regions_mu;
-  std::vector<Region> regions;  // guarded by regions_mu
+  std::vector<Region> regions;       // guarded by regions_mu
   RegionTable* published = nullptr;  // in seg, if the node's processes may read it
 
   // Origin side (the endpoint's thread, except the atomics).

@@ -121,26 +121,24 @@ TEST_P(Dynamic, DetachedMemoryIsRangeError) {
     for (int t = 0; t < n; ++t) {
       const int64_t v = 1;
       int64_t got = -3;
-      EXPECT_EQ(op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, ba[t] + 8 * c.rank, 1, MPI_INT64_T,
-                                     win),
-                              t, win),
+      EXPECT_EQ(op_then_flush(
+                    EP_Put(&v, 1, MPI_INT64_T, t, ba[t] + 8 * c.rank, 1, MPI_INT64_T, win), t, win),
                 EP_ERR_RMA_RANGE)
           << c.who() << " put to target " << t;
       EXPECT_EQ(op_then_flush(EP_Get(&got, 1, MPI_INT64_T, t, ba[t], 1, MPI_INT64_T, win), t, win),
                 EP_ERR_RMA_RANGE);
       EXPECT_EQ(got, -3) << "a failed get writes nothing into the origin buffer";
-      EXPECT_EQ(op_then_flush(EP_Accumulate(&v, 1, MPI_INT64_T, t, ba[t], 1, MPI_INT64_T,
-                                            MPI_SUM, win),
-                              t, win),
-                EP_ERR_RMA_RANGE);
+      EXPECT_EQ(
+          op_then_flush(EP_Accumulate(&v, 1, MPI_INT64_T, t, ba[t], 1, MPI_INT64_T, MPI_SUM, win),
+                        t, win),
+          EP_ERR_RMA_RANGE);
       // Straddling the end of an attached region.
-      EXPECT_EQ(op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, aa[t] + 8 * n - 4, 1, MPI_INT64_T,
-                                     win),
+      EXPECT_EQ(op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, aa[t] + 8 * n - 4, 1, MPI_INT64_T, win),
                               t, win),
                 EP_ERR_RMA_RANGE);
       // The attached region still works.
-      EXPECT_EP_OK(EP_Accumulate(&v, 1, MPI_INT64_T, t, aa[t] + 8 * c.rank, 1, MPI_INT64_T,
-                                 MPI_SUM, win));
+      EXPECT_EP_OK(
+          EP_Accumulate(&v, 1, MPI_INT64_T, t, aa[t] + 8 * c.rank, 1, MPI_INT64_T, MPI_SUM, win));
     }
     EXPECT_EP_OK(EP_Win_unlock_all(win));
     EXPECT_EP_OK(EP_Barrier(c.comm));
@@ -217,9 +215,9 @@ TEST_P(Dynamic, ManyRegions) {
     const int64_t v = 50 + c.rank;
     EXPECT_EP_OK(EP_Put(&v, 1, MPI_INT64_T, t, last[t], 1, MPI_INT64_T, win));
     EXPECT_EP_OK(EP_Accumulate(&v, 1, MPI_INT64_T, t, first[t], 1, MPI_INT64_T, MPI_SUM, win));
-    EXPECT_EQ(op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, last[t] + 8, 1, MPI_INT64_T, win), t,
-                            win),
-              EP_ERR_RMA_RANGE)
+    EXPECT_EQ(
+        op_then_flush(EP_Put(&v, 1, MPI_INT64_T, t, last[t] + 8, 1, MPI_INT64_T, win), t, win),
+        EP_ERR_RMA_RANGE)
         << "the gap between two regions is not attached";
     EXPECT_EP_OK(EP_Win_unlock_all(win));
     EXPECT_EP_OK(EP_Barrier(c.comm));

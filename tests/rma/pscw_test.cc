@@ -74,8 +74,7 @@ TEST_P(Pscw, AllToAll) {
   const Flavor flavor = GetParam();
   run_world([flavor](const Ctx& c) {
     const int n = c.size;
-    WinOf<int64_t> w =
-        open_win_filled<int64_t>(flavor, static_cast<size_t>(n) + 1, 8, c.comm, 0);
+    WinOf<int64_t> w = open_win_filled<int64_t>(flavor, static_cast<size_t>(n) + 1, 8, c.comm, 0);
     ASSERT_NE(w.win, EP_WIN_NULL);
     EP_Group g = group_of(c.comm, everyone(n));
     for (int epoch = 1; epoch <= 3; ++epoch) {
@@ -84,10 +83,9 @@ TEST_P(Pscw, AllToAll) {
       for (int t = 0; t < n; ++t) {
         const int64_t v = 1000 * epoch + 10 * c.rank + t;
         const int64_t one = 1;
+        EXPECT_EP_OK(EP_Put(&v, 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win));
         EXPECT_EP_OK(
-            EP_Put(&v, 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win));
-        EXPECT_EP_OK(EP_Accumulate(&one, 1, MPI_INT64_T, t, w.disp(t, n), 1, MPI_INT64_T,
-                                   MPI_SUM, w.win));
+            EP_Accumulate(&one, 1, MPI_INT64_T, t, w.disp(t, n), 1, MPI_INT64_T, MPI_SUM, w.win));
       }
       EXPECT_EP_OK(EP_Win_complete(w.win));
       EXPECT_EP_OK(EP_Win_wait(w.win));

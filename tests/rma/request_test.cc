@@ -49,14 +49,14 @@ TEST_P(Req, RputRgetEverySlot) {
     ASSERT_EP_OK(EP_Win_lock_all(0, w.win));
     for (int t = 0; t < n; ++t) {
       src[t] = val(c.rank, t);
-      EXPECT_EP_OK(EP_Rput(&src[t], 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win,
-                           &reqs[t]));
+      EXPECT_EP_OK(
+          EP_Rput(&src[t], 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win, &reqs[t]));
     }
     EXPECT_EP_OK(EP_Waitall(n, reqs.data(), EP_STATUSES_IGNORE));
     EXPECT_EP_OK(EP_Win_flush_all(w.win));
     for (int t = 0; t < n; ++t) {
-      EXPECT_EP_OK(EP_Rget(&got[t], 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win,
-                           &reqs[t]));
+      EXPECT_EP_OK(
+          EP_Rget(&got[t], 1, MPI_INT64_T, t, w.disp(t, c.rank), 1, MPI_INT64_T, w.win, &reqs[t]));
     }
     EXPECT_EP_OK(EP_Waitall(n, reqs.data(), EP_STATUSES_IGNORE));
     for (int t = 0; t < n; ++t) EXPECT_EQ(got[t], val(c.rank, t)) << c.who() << " target " << t;
@@ -81,9 +81,8 @@ TEST_P(Req, RaccumulateAndFetchAdd) {
     std::vector<int64_t> fetched(kRounds, -1);
     for (int i = 0; i < kRounds; ++i) {
       EP_Request r1 = EP_REQUEST_NULL, r2 = EP_REQUEST_NULL;
-      EXPECT_EP_OK(
-          EP_Raccumulate(&one, 1, MPI_INT64_T, last, w.disp(last, 0), 1, MPI_INT64_T, MPI_SUM,
-                         w.win, &r1));
+      EXPECT_EP_OK(EP_Raccumulate(&one, 1, MPI_INT64_T, last, w.disp(last, 0), 1, MPI_INT64_T,
+                                  MPI_SUM, w.win, &r1));
       EXPECT_EP_OK(EP_Rget_accumulate(&one, 1, MPI_INT64_T, &fetched[i], 1, MPI_INT64_T, 0,
                                       w.disp(0, 1), 1, MPI_INT64_T, MPI_SUM, w.win, &r2));
       EXPECT_EP_OK(EP_Wait(&r1, EP_STATUS_IGNORE));
@@ -166,17 +165,17 @@ TEST_P(Req, ErrorsAndAttributes) {
     EXPECT_EQ(EP_Win_flush_local(0, w.win), EP_ERR_RMA_SYNC);
     EXPECT_EQ(EP_Win_flush_local_all(w.win), EP_ERR_RMA_SYNC);
     EXPECT_EP_OK(EP_Win_fence(0, w.win));
-    EXPECT_EQ(EP_Raccumulate(&v, 1, MPI_INT64_T, 0, w.disp(0, 0), 1, MPI_INT64_T, MPI_SUM, w.win,
-                             &r),
-              EP_ERR_RMA_SYNC)
+    EXPECT_EQ(
+        EP_Raccumulate(&v, 1, MPI_INT64_T, 0, w.disp(0, 0), 1, MPI_INT64_T, MPI_SUM, w.win, &r),
+        EP_ERR_RMA_SYNC)
         << "a fence epoch is no passive-target epoch";
     EXPECT_EQ(r, sentinel);
     EXPECT_EP_OK(EP_Win_fence(EP_MODE_NOSUCCEED, w.win));
     EXPECT_EP_OK(EP_Win_lock_all(0, w.win));
     EXPECT_EQ(EP_Rput(&v, 1, MPI_INT64_T, 0, w.disp(0, 0), 1, MPI_INT64_T, w.win, nullptr),
               EP_ERR_ARG);
-    EXPECT_EQ(EP_Rget_accumulate(&v, 1, MPI_INT64_T, &v, 1, MPI_INT64_T, c.size, 0, 1,
-                                 MPI_INT64_T, MPI_SUM, w.win, &r),
+    EXPECT_EQ(EP_Rget_accumulate(&v, 1, MPI_INT64_T, &v, 1, MPI_INT64_T, c.size, 0, 1, MPI_INT64_T,
+                                 MPI_SUM, w.win, &r),
               EP_ERR_RANK);
     EXPECT_EP_OK(EP_Rget(&v, 1, MPI_INT64_T, EP_PROC_NULL, 0, 1, MPI_INT64_T, w.win, &r));
     EXPECT_EP_OK(EP_Wait(&r, EP_STATUS_IGNORE));
@@ -190,10 +189,10 @@ TEST_P(Req, ErrorsAndAttributes) {
     ASSERT_EQ(flag, 1);
     ASSERT_NE(flav, nullptr);
     const bool dynamic = flavor == Flavor::kDynamic || flavor == Flavor::kDynamicHandler;
-    const int want = flavor == Flavor::kAllocate  ? EP_WIN_FLAVOR_ALLOCATE
-                     : dynamic                    ? EP_WIN_FLAVOR_DYNAMIC
-                     : flavor == Flavor::kShared  ? EP_WIN_FLAVOR_SHARED
-                                                  : EP_WIN_FLAVOR_CREATE;
+    const int want = flavor == Flavor::kAllocate ? EP_WIN_FLAVOR_ALLOCATE
+                     : dynamic                   ? EP_WIN_FLAVOR_DYNAMIC
+                     : flavor == Flavor::kShared ? EP_WIN_FLAVOR_SHARED
+                                                 : EP_WIN_FLAVOR_CREATE;
     EXPECT_EQ(*flav, want);
     EXPECT_EP_OK(EP_Win_get_attr(w.win, EP_WIN_MODEL, &model, &flag));
     ASSERT_NE(model, nullptr);

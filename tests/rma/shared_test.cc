@@ -164,8 +164,8 @@ TEST(Shared, Errors) {
     ep_rma_test::free_win(&other);
     // One endpoint's bad size fails the creation everywhere.
     EP_Win bad = EP_WIN_NULL;
-    const int rc = EP_Win_allocate_shared(c.rank == 0 ? -1 : 8, 8, MPI_INFO_NULL, c.comm, &base,
-                                          &bad);
+    const int rc =
+        EP_Win_allocate_shared(c.rank == 0 ? -1 : 8, 8, MPI_INFO_NULL, c.comm, &base, &bad);
     EXPECT_EQ(rc, EP_ERR_ARG) << c.who();
     EXPECT_EQ(bad, EP_WIN_NULL);
     EXPECT_EQ(EP_Win_allocate_shared(8, 8, MPI_INFO_NULL, c.comm, nullptr, &bad), EP_ERR_ARG);

@@ -12,8 +12,8 @@
 // Twice: with the node path (the origin checks the target's published regions and copies
 // by cross-memory attach) and with ep_shared_memory=false (the target's progress thread
 // checks and serves: the path of other nodes).  Information rows: the same to rank 1,
-// a target in the origin's own process.  Baseline in the same run, interleaved: MPI_Rput / MPI_Rget with the same
-// completion on an MPI_Win_create_dynamic window from MPI rank 0 to MPI rank 1 (which
+// a target in the origin's own process.  Baseline in the same run, interleaved: MPI_Rput / MPI_Rget
+// with the same completion on an MPI_Win_create_dynamic window from MPI rank 0 to MPI rank 1 (which
 // waits in MPI_Barrier meanwhile, driving MPICH's progress).
 // Shared windows: a load/store ping-pong between ranks 0 and 2 through
 // EP_Win_allocate_shared memory (one std::atomic<int64_t> flag in each one's segment,
@@ -57,8 +57,8 @@ inline void relax() { __builtin_ia32_pause(); }
 
 // One side of a ping-pong of `iters` round trips (plus a tenth of warm-up) on two
 // flags; `seq` continues across calls.  Returns seconds per round trip (initiator).
-double pingpong(std::atomic<int64_t>* ping, std::atomic<int64_t>* pong, bool initiator,
-                int iters, int64_t* seq) {
+double pingpong(std::atomic<int64_t>* ping, std::atomic<int64_t>* pong, bool initiator, int iters,
+                int64_t* seq) {
   const int total = iters + iters / 10;
   double t0 = 0;
   for (int i = 0; i < total; ++i) {
@@ -213,8 +213,8 @@ int main(int argc, char** argv) {
             mpi_last = mpi_v;
             mpi.get.push_back(time_per_call(kGetIters, [&] {
               MPI_Request q;
-              CHECK(MPI_Rget(&mpi_got, 1, MPI_INT64_T, 1, mpi_addr[1] + 8, 1, MPI_INT64_T,
-                             mpi_dyn, &q));
+              CHECK(MPI_Rget(&mpi_got, 1, MPI_INT64_T, 1, mpi_addr[1] + 8, 1, MPI_INT64_T, mpi_dyn,
+                             &q));
               CHECK(MPI_Wait(&q, MPI_STATUS_IGNORE));
             }));
           }
