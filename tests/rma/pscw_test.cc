@@ -8,7 +8,8 @@
 //    accumulates; the target reads everything after EP_Win_wait;
 //  * EP_Win_test: the targets poll until every origin completed;
 //  * errors: complete without start, wait/test without post, a second start or post,
-//    an operation to a target outside the start group, a fence inside the epochs,
+//    an operation to a target outside the start group, a fence inside the epochs, a
+//    request-based operation or flush_local in an access epoch of start,
 //    EP_GROUP_NULL and a group member outside the window (EP_ERR_GROUP).
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -156,6 +157,12 @@ TEST_P(Pscw, Errors) {
     }
     EXPECT_EP_OK(EP_Put(&v, 1, MPI_INT64_T, c.rank, w.disp(c.rank, 0), 1, MPI_INT64_T, w.win));
     EXPECT_EP_OK(EP_Put(&v, 1, MPI_INT64_T, EP_PROC_NULL, 0, 1, MPI_INT64_T, w.win));
+    EP_Request r = EP_REQUEST_NULL;
+    EXPECT_EQ(EP_Rput(&v, 1, MPI_INT64_T, c.rank, w.disp(c.rank, 0), 1, MPI_INT64_T, w.win, &r),
+              EP_ERR_RMA_SYNC)
+        << "request-based operations need a passive-target epoch";
+    EXPECT_EQ(r, EP_REQUEST_NULL);
+    EXPECT_EQ(EP_Win_flush_local(c.rank, w.win), EP_ERR_RMA_SYNC);
     EP_Win copy = w.win;
     EXPECT_EQ(EP_Win_free(&copy), EP_ERR_RMA_SYNC) << "free inside an epoch";
     EXPECT_EP_OK(EP_Win_complete(w.win));
