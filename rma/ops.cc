@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,7 +27,10 @@ using runtime::fail;
 
 // ---- checks -------------------------------------------------------------------------
 
-bool in_epoch(const Win* w, int t) { return w->fence_open || w->lock_all || w->locked[t] != 0; }
+bool in_epoch(const Win* w, int t) {
+  return w->fence_open || w->lock_all || w->locked[t] != 0 || (w->started && w->in_start[t] != 0);
+}
+bool in_passive_epoch(const Win* w, int t) { return w->lock_all || w->locked[t] != 0; }
 
 int check_layout(int count, MPI_Datatype type, Layout* l, const char* call, const char* arg) {
   const char* why = "";
@@ -57,8 +61,8 @@ int check_target(const Win* w, const OpArgs& a, const char* call) {
   }
   if (!in_epoch(w, a.target)) {
     return fail(EP_ERR_RMA_SYNC, call,
-                "no access epoch to target %d is open (call EP_Win_fence, EP_Win_lock or "
-                "EP_Win_lock_all first)",
+                "no access epoch to target %d is open (call EP_Win_fence, EP_Win_start, "
+                "EP_Win_lock or EP_Win_lock_all first)",
                 a.target);
   }
   return EP_SUCCESS;
@@ -94,14 +98,15 @@ int check_result(const OpArgs& a, const Layout& tl, Layout* rl, const char* call
   return EP_SUCCESS;
 }
 
-// The bytes touched lie inside the target's window.
+// The bytes touched lie inside the target's window (a dynamic window's regions are
+// checked where the access happens: rma_op, or the target's handler).
 int check_range(const Win* w, const OpArgs& a, const Layout& tl, const char* call) {
   const Target& t = w->targets[a.target];
   if (a.tdisp < 0) {
     return fail(EP_ERR_RMA_RANGE, call, "target_disp %lld is negative",
                 static_cast<long long>(a.tdisp));
   }
-  if (tl.bytes > 0) {
+  if (tl.bytes > 0 && w->flavor != Flavor::kDynamic) {
     const int64_t off = static_cast<int64_t>(a.tdisp) * t.disp_unit;
     if (off + tl.lo < 0 || off + tl.hi > t.size) {
       return fail(EP_ERR_RMA_RANGE, call,
@@ -257,7 +262,7 @@ std::vector<std::pair<int64_t, int64_t>> chunks_of(const Layout& tl, int64_t lim
 // The operation as handler calls: one packet per chunk of the target's stream, each
 // counted in w->issued and answered by one reply (rma/wire.h).
 void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Layout& ol,
-                const Layout& rl, const Layout& tl) {
+                const Layout& rl, const Layout& tl, runtime::Request* req) {
   static constexpr uint8_t kOps[] = {kPut, kGet, kAcc, kGetAcc, kCas};
   const uint8_t op = kOps[static_cast<int>(a.kind)];
   const int64_t elem = (a.kind == OpKind::kPut || a.kind == OpKind::kGet) ? 1 : tl.elem;
@@ -268,6 +273,8 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
     pend->rbuf = static_cast<char*>(a.rbuf);
     pend->rl = rl;
     pend->remaining = static_cast<int>(chunks.size());
+    pend->req = req;
+    w->issued_reads[a.target] += chunks.size();
   }
   const bool carries_origin = a.has_origin();
   std::vector<Block> ps;
@@ -300,11 +307,74 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
   }
 }
 
+// A request-based operation needs a passive-target epoch (API.md); PROC_NULL: any.
+int check_request_epoch(const Win* w, int target, const char* call) {
+  const bool ok = target == kProcNull
+                      ? (w->lock_all || w->nlocked > 0)
+                      : (target < 0 || target >= static_cast<int>(w->targets.size()) ||
+                         in_passive_epoch(w, target));
+  if (ok) return EP_SUCCESS;
+  return fail(EP_ERR_RMA_SYNC, call,
+              "request-based operations need a passive-target epoch (EP_Win_lock or "
+              "EP_Win_lock_all) to target %d",
+              target);
+}
+
+// The request of a remote operation whose result travels: completed by the last reply.
+runtime::Request* travelling_request(const Win* w) {
+  runtime::Request* r = runtime::request_new(runtime::RequestKind::kRma, /*user_handle=*/true);
+  r->needs_engine = true;  // the replies are packets: a waiter drives the engine
+  runtime::errhandler_assign(&r->errhandler, w->errhandler);
+  return r;
+}
+
+// A dynamic window's target of this process: the range check and the access under the
+// target's shared region lock, so that a detach waits for it.
+int run_dynamic_local(Win* target, const OpArgs& a, const Layout& ol, const Layout& rl,
+                      const Layout& tl, const char* call) {
+  const uintptr_t addr = static_cast<uintptr_t>(a.tdisp);
+  std::shared_lock<std::shared_mutex> g(target->regions_mu);
+  if (!attached(target, addr + static_cast<uintptr_t>(tl.lo),
+                static_cast<uint64_t>(tl.hi - tl.lo))) {
+    return fail(EP_ERR_RMA_RANGE, call,
+                "bytes [%#llx, %#llx) of target %d are not inside one attached region",
+                static_cast<unsigned long long>(addr + tl.lo),
+                static_cast<unsigned long long>(addr + tl.hi), a.target);
+  }
+  run_direct(reinterpret_cast<char*>(addr), target->acc_lock, a, ol, rl, tl);
+  return EP_SUCCESS;
+}
+
+// A dynamic window's target of another process of this node: the range check in its
+// published regions, then a cross-memory copy (*done).  Not done (no error): the
+// target's handler must serve it (no node path, an overflowed table, a refused copy).
+int run_dynamic_node(Target& t, const OpArgs& a, const Layout& ol, const Layout& rl,
+                     const Layout& tl, bool* done, const char* call) {
+  *done = false;
+  if (t.regions == nullptr || t.cma_pid == 0) return EP_SUCCESS;
+  const uintptr_t addr = static_cast<uintptr_t>(a.tdisp);
+  const int in = attached_published(t.regions, addr + static_cast<uintptr_t>(tl.lo),
+                                    static_cast<uint64_t>(tl.hi - tl.lo));
+  if (in == 0) {
+    return fail(EP_ERR_RMA_RANGE, call,
+                "bytes [%#llx, %#llx) of target %d are not inside one attached region",
+                static_cast<unsigned long long>(addr + tl.lo),
+                static_cast<unsigned long long>(addr + tl.hi), a.target);
+  }
+  *done = in == 1 && run_cma(t, static_cast<int64_t>(a.tdisp), a, ol, rl, tl);
+  return EP_SUCCESS;
+}
+
 }  // namespace
 
-int rma_op(Win* w, const OpArgs& a, const char* call) {
+int rma_op(Win* w, const OpArgs& a, const char* call, runtime::Request** req) {
+  if (req != nullptr) {
+    int err = check_request_epoch(w, a.target, call);
+    if (err != EP_SUCCESS) return err;
+    *req = runtime::completed_send_request();  // replaced below if the result travels
+  }
   if (a.target == kProcNull) {
-    if (!w->fence_open && !w->lock_all && w->nlocked == 0) {
+    if (!w->fence_open && !w->lock_all && w->nlocked == 0 && !w->started) {
       return fail(EP_ERR_RMA_SYNC, call, "no access epoch is open");
     }
     return EP_SUCCESS;
@@ -315,16 +385,24 @@ int rma_op(Win* w, const OpArgs& a, const char* call) {
   Target& t = w->targets[a.target];
   const int64_t off = static_cast<int64_t>(a.tdisp) * t.disp_unit;
   const bool copy_only = a.kind == OpKind::kPut || a.kind == OpKind::kGet;
-  if (t.local != nullptr) {
+  if (w->flavor == Flavor::kDynamic) {
+    if (t.local != nullptr) return run_dynamic_local(t.local, a, ol, rl, tl, call);
+    bool done = false;
+    err = run_dynamic_node(t, a, ol, rl, tl, &done, call);
+    if (err != EP_SUCCESS || done) return err;
+  } else if (t.local != nullptr) {
     run_direct(t.local->base + off, t.local->acc_lock, a, ol, rl, tl);
+    return EP_SUCCESS;
   } else if (t.mapped != nullptr) {
     run_direct(t.mapped + off, t.mapped_lock, a, ol, rl, tl);
+    return EP_SUCCESS;
   } else if (t.cma_pid != 0 && (copy_only || t.mapped_lock != nullptr) &&
              run_cma(t, off, a, ol, rl, tl)) {
-    // done: a kernel copy, complete now
-  } else {
-    run_remote(w, t, off, a, ol, rl, tl);
+    return EP_SUCCESS;  // a kernel copy, complete now
   }
+  runtime::Request* r = nullptr;
+  if (req != nullptr && a.has_result()) *req = r = travelling_request(w);
+  run_remote(w, t, off, a, ol, rl, tl, r);
   return EP_SUCCESS;
 }
 

@@ -46,8 +46,8 @@ uint64_t node_key() {
   return key;
 }
 
-bool allocate_segment(Win* w, bool with_memory) {
-  w->seg_len = kSegHeader + (with_memory ? static_cast<size_t>(w->size) : 0);
+bool allocate_segment(Win* w, bool with_memory, size_t extra) {
+  w->seg_len = kSegHeader + extra + (with_memory ? static_cast<size_t>(w->size) : 0);
   w->memfd = memfd_create("ep-window", MFD_CLOEXEC);
   if (w->memfd < 0 || ftruncate(w->memfd, static_cast<off_t>(w->seg_len)) != 0) return false;
   void* p = mmap(nullptr, w->seg_len, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);

@@ -52,7 +52,8 @@ uint64_t node_key();
 // there), then - `with_memory`, for EP_Win_allocate - the window memory itself,
 // zero-filled (w->base points there).  False if the segment could not be made (what
 // was made stays in w for release_memory).
-bool allocate_segment(Win* w, bool with_memory);
+// `extra`: bytes after the header before the memory (a dynamic window's RegionTable).
+bool allocate_segment(Win* w, bool with_memory, size_t extra = 0);
 // The cookie in w's segment header (0 without a segment).
 uint64_t segment_cookie(const Win* w);
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,33 @@ void wait_all_acked(Win* w) {
   }
 }
 
+void wait_reads_acked(Win* w, int t) {
+  // acquire: pairs with the release increment in the kData reply handler.
+  progress_until(w, [w, t] {
+    return w->acked_reads[t].load(std::memory_order_acquire) == w->issued_reads[t];
+  });
+}
+
+// The error a target's handler reported for our operations since the last look (after
+// the wait that saw their replies; see Win::remote_error).
+int take_remote_error(Win* w, int t, const char* call) {
+  const int e = w->remote_error[t].exchange(0, std::memory_order_relaxed);
+  if (e == EP_SUCCESS) return EP_SUCCESS;
+  return fail(e, call,
+              "an operation to target %d accessed memory that is not attached there (nothing "
+              "was written)",
+              t);
+}
+
+int take_all_remote_errors(Win* w, const char* call) {
+  int first = EP_SUCCESS;
+  for (size_t t = 0; t < w->targets.size(); ++t) {
+    const int e = take_remote_error(w, static_cast<int>(t), call);
+    if (first == EP_SUCCESS) first = e;
+  }
+  return first;
+}
+
 // EP_PROC_NULL is a valid target that does nothing (*skip); other ranks must exist.
 int check_rank(const Win* w, int rank, bool* skip, const char* call) {
   *skip = rank == kProcNull;
@@ -63,7 +91,12 @@ int check_rank(const Win* w, int rank, bool* skip, const char* call) {
 int prepare_memory(Win* w, void* base, bool allocate, bool node_paths, int local_error,
                    const char* call) {
   if (!allocate) w->base = static_cast<char*>(base);
-  if (local_error != EP_SUCCESS || (node_paths && allocate_segment(w, allocate))) {
+  const bool dynamic = w->flavor == Flavor::kDynamic;
+  if (local_error != EP_SUCCESS ||
+      (node_paths && allocate_segment(w, allocate, dynamic ? sizeof(RegionTable) : 0))) {
+    if (local_error == EP_SUCCESS && dynamic) {
+      w->published = new (w->seg + kSegHeader) RegionTable;
+    }
     return local_error;
   }
   // No segment (e.g. out of file descriptors): private memory and lock; the node's
@@ -112,7 +145,7 @@ int first_bad_rank(const std::vector<std::string>& all) {
 // Fills t from its endpoint's entry and picks its path: this process, a mapping of its
 // segment, cross-memory attach, or (what fails falls back to) remote handler calls.
 // Nothing is mapped if `map` is false (some endpoint failed).
-void connect_target(Target& t, const std::string& entry, bool map) {
+void connect_target(Target& t, const std::string& entry, bool map, bool dynamic) {
   runtime::BlobReader rd(entry);
   rd.get<int32_t>();  // the verdict
   t.id = rd.get<uint32_t>();
@@ -128,10 +161,14 @@ void connect_target(Target& t, const std::string& entry, bool map) {
   if (t.proc == runtime::runtime()->world_rank) {
     t.local = table().find(t.id);  // registered before the exchange
   } else if (node == node_key() && map && target_node_paths) {
-    if (fd >= 0 && map_segment(&t, pid, fd, len, cookie) && mem_in_seg) {
+    const bool seg = fd >= 0 && map_segment(&t, pid, fd, len, cookie);
+    if (seg && mem_in_seg) {
       t.mapped = t.segment + kSegHeader;  // EP_Win_allocate: the memory is shared
     } else {
       probe_cma(&t, pid, win_cookie_at, win_cookie);
+    }
+    if (seg && dynamic && len >= kSegHeader + sizeof(RegionTable)) {
+      t.regions = reinterpret_cast<const RegionTable*>(t.segment + kSegHeader);
     }
   }
 }
@@ -184,9 +221,11 @@ void release(Win* w, int rank, bool exclusive) {
 
 }  // namespace
 
-int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allocate,
+int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, Flavor flavor,
                bool node_paths, int local_error, Win** out, const char* call) {
+  const bool allocate = flavor == Flavor::kAllocate;
   auto* w = new Win;
+  w->flavor = flavor;
   w->size = size;
   w->disp_unit = disp_unit;
   w->allocated = allocate;
@@ -201,7 +240,7 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   w->targets.resize(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     w->targets[r].proc = ep->comm->addr[r].proc;
-    connect_target(w->targets[r], all[r], /*map=*/bad_rank < 0);
+    connect_target(w->targets[r], all[r], /*map=*/bad_rank < 0, flavor == Flavor::kDynamic);
   }
   if (bad_rank >= 0) {
     discard(w);
@@ -223,6 +262,10 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
   w->issued.assign(static_cast<size_t>(n), 0);
   w->acked.reset(new std::atomic<uint64_t>[static_cast<size_t>(n)]());
   w->locked.assign(static_cast<size_t>(n), 0);
+  w->issued_reads.assign(static_cast<size_t>(n), 0);
+  w->acked_reads.reset(new std::atomic<uint64_t>[static_cast<size_t>(n)]());
+  w->remote_error.reset(new std::atomic<int>[static_cast<size_t>(n)]());
+  w->in_start.assign(static_cast<size_t>(n), 0);
   *out = w;
   return EP_SUCCESS;
 }
@@ -230,6 +273,10 @@ int win_create(Endpoint* ep, void* base, MPI_Aint size, int disp_unit, bool allo
 int win_free_prepare(Win* w, const char* call) {
   if (w->lock_all || w->nlocked > 0) {
     return fail(EP_ERR_RMA_SYNC, call, "a passive-target epoch is still open (unlock first)");
+  }
+  if (w->started || w->posted) {
+    return fail(EP_ERR_RMA_SYNC, call, "an EP_Win_%s epoch is still open",
+                w->started ? "start" : "post");
   }
   return EP_SUCCESS;
 }
@@ -247,10 +294,14 @@ int win_fence(Win* w, int assert_flags, const char* call) {
   if (w->lock_all || w->nlocked > 0) {
     return fail(EP_ERR_RMA_SYNC, call, "EP_Win_fence inside a passive-target epoch");
   }
+  if (w->started || w->posted) {
+    return fail(EP_ERR_RMA_SYNC, call, "EP_Win_fence inside an EP_Win_%s epoch",
+                w->started ? "start" : "post");
+  }
   wait_all_acked(w);
   runtime::barrier(w->ep);
   w->fence_open = (assert_flags & MPI_MODE_NOSUCCEED) == 0;
-  return EP_SUCCESS;
+  return take_all_remote_errors(w, call);
 }
 
 int win_lock(Win* w, int lock_type, int rank, int assert_flags, const char* call) {
@@ -294,7 +345,7 @@ int win_unlock(Win* w, int rank, const char* call) {
   wait_acked(w, rank);
   w->locked[rank] = 0;
   --w->nlocked;
-  return EP_SUCCESS;
+  return take_remote_error(w, rank, call);
 }
 
 int win_lock_all(Win* w, int assert_flags, const char* call) {
@@ -326,7 +377,7 @@ int win_unlock_all(Win* w, const char* call) {
   }
   wait_all_acked(w);
   w->lock_all = false;
-  return EP_SUCCESS;
+  return take_all_remote_errors(w, call);
 }
 
 int win_flush(Win* w, int rank, const char* call) {
@@ -337,7 +388,7 @@ int win_flush(Win* w, int rank, const char* call) {
     return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch to target %d is open", rank);
   }
   wait_acked(w, rank);
-  return EP_SUCCESS;
+  return take_remote_error(w, rank, call);
 }
 
 int win_flush_all(Win* w, const char* call) {
@@ -345,6 +396,27 @@ int win_flush_all(Win* w, const char* call) {
     return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch is open");
   }
   wait_all_acked(w);
+  return take_all_remote_errors(w, call);
+}
+
+int win_flush_local(Win* w, int rank, const char* call) {
+  bool skip = false;
+  int err = check_rank(w, rank, &skip, call);
+  if (err != EP_SUCCESS || skip) return err;
+  if (!w->lock_all && w->locked[rank] == 0) {
+    return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch to target %d is open", rank);
+  }
+  wait_reads_acked(w, rank);
+  return EP_SUCCESS;
+}
+
+int win_flush_local_all(Win* w, const char* call) {
+  if (!w->lock_all && w->nlocked == 0) {
+    return fail(EP_ERR_RMA_SYNC, call, "no passive-target epoch is open");
+  }
+  for (size_t t = 0; t < w->targets.size(); ++t) {
+    if (w->issued_reads[t] != 0) wait_reads_acked(w, static_cast<int>(t));
+  }
   return EP_SUCCESS;
 }
 

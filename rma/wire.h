@@ -10,6 +10,9 @@
 //   origin -> target: kPut, kAcc (answered by kAck), kGet, kGetAcc, kCas (answered by
 //                     kData), kLock (answered by kGrant when granted), kUnlock (kAck);
 //   target -> origin: kAck, kData, kGrant.
+// A dynamic window's blocks are target addresses (its base is 0); the handler checks
+// them against the attached regions (rma/dynamic.cc) and answers a miss with
+// range_error set, having written nothing.
 // An operation's stream (rma/layout.h) is cut into chunks of at most EP_EAGER_LIMIT
 // payload bytes (whole elements for the accumulate family) and kMaxBlocksPerChunk
 // blocks, so a chunk's packet fits runtime::kMaxPacketBytes.  Each chunk carries its
@@ -67,6 +70,7 @@ struct alignas(16) RmaHeader {
   runtime::WireHeader wire;  // kind kRma; ctx: the destination window id
   uint8_t op = 0;
   uint8_t exclusive = 0;                   // kLock/kUnlock
+  uint8_t range_error = 0;                 // kAck/kData: the blocks were not all attached
   int32_t origin_target = 0;               // the target's rank as the origin numbers it (echoed)
   uint32_t reply_id = 0;                   // the origin's window id (replies go there)
   MPI_Datatype basic = MPI_DATATYPE_NULL;  // accumulate family: element type
@@ -97,6 +101,9 @@ struct Pending {
   char* rbuf = nullptr;
   Layout rl;
   int remaining = 0;  // chunks whose reply has not been handled
+  // A request-based operation's request (EP_Rget, EP_Rget_accumulate): completed by the
+  // handler of the last reply, after the data is in rbuf.
+  runtime::Request* req = nullptr;
 };
 
 // A packet addressed to window `dest_id` with room for `nblocks` blocks and `payload`
@@ -111,7 +118,9 @@ inline char* payload_of(char* p, uint32_t nblocks) {
 // Sends a reply without payload (kAck, kGrant) to window `reply_id` of process `proc`.
 // `in_pass`: sent by the packet handler, which runs on the progress-baton holder and so
 // may start it at once (runtime::send_packet_from_pass); other threads queue it.
-void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target, bool in_pass = true);
+// `range_error`: a dynamic window's blocks were not all attached (nothing was written).
+void reply(int proc, uint32_t reply_id, uint8_t op, int32_t origin_target, bool in_pass = true,
+           bool range_error = false);
 
 }  // namespace ep::rma
 

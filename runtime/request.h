@@ -129,7 +129,17 @@ struct MatchOp {
 // kGrequest and kPersistent come last: a completing call tells both from the others with
 // one comparison (api/request.cc).  A kPersistent request is completed by nobody: the
 // Wait/Test family waits for its current operation's request (`active`, below).
-enum class RequestKind : uint8_t { kSend, kRecv, kBsend, kDrain, kColl, kGrequest, kPersistent };
+// kRma: a request-based one-sided operation whose result travels (rma/wire.h's Pending).
+enum class RequestKind : uint8_t {
+  kSend,
+  kRecv,
+  kBsend,
+  kDrain,
+  kColl,
+  kRma,
+  kGrequest,
+  kPersistent
+};
 
 // Cache lines: a sender of this process that matches a posted receive with a contiguous
 // buffer in place touches at most two lines of its Request (64-byte aligned), each once:

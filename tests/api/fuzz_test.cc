@@ -157,6 +157,10 @@ struct Comm {
   EP_Comm h = EP_COMM_NULL;
   int rank = 0, size = 0;
   EP_Win win = EP_WIN_NULL;
+  // Issue 33: a dynamic and a shared window over the same endpoints, and the group of
+  // this endpoint alone (post/start to itself).
+  EP_Win dyn = EP_WIN_NULL, shared = EP_WIN_NULL;
+  EP_Group me = EP_GROUP_NULL;
   std::vector<int> ones, displs, neg_counts, bad_ranks;
   std::vector<int> bdispls;  // displs in bytes (Alltoallw)
   std::vector<MPI_Datatype> types, bad_types;  // MPI_INT per rank; the last one null
@@ -1085,6 +1089,114 @@ const std::vector<Entry>& table() {
          return EP_Compare_and_swap(a.p(0, c.s()), a.p(1, c.s()), a.p(2, c.r()), a.type(3, MPI_INT),
                                     a.i(4, m.rank), a.aint(5, 2), a.p(6, m.win));
        });)},
+      // ---- issue 33: one-sided (m.dyn: a dynamic window, m.shared: a shared window,
+      // m.me: the group of this endpoint alone; request-based operations in lock_all)
+      {"EP_Win_create_dynamic", Mode::kColl, {{K::kComm}, {K::kOut}},
+       FN(EP_Win w = EP_WIN_NULL;
+          const int rc = EP_Win_create_dynamic(MPI_INFO_NULL, a.p(0, m.h), a.p(1, &w));
+          if (rc == EP_SUCCESS) EP_Win_free(&w);
+          return rc;)},
+      {"EP_Win_attach", Mode::kLocal, {{K::kWin}, {K::kOut}, {K::kWinSize}},
+       FN(const int rc = EP_Win_attach(a.p(0, m.dyn), a.p(1, c.r()), a.aint(2, 4));
+          if (rc == EP_SUCCESS) EP_Win_detach(m.dyn, c.r());
+          return rc;)},
+      {"EP_Win_detach", Mode::kLocal, {{K::kWin}, {K::kOut}},
+       FN(EP_Win_attach(m.dyn, c.r(), 4);
+          const int rc = EP_Win_detach(a.p(0, m.dyn), a.p(1, c.r()));
+          if (rc != EP_SUCCESS) EP_Win_detach(m.dyn, c.r());
+          return rc;)},
+      {"EP_Win_allocate_shared", Mode::kColl,
+       {{K::kWinSize}, {K::kDispUnit}, {K::kComm}, {K::kOut}, {K::kOut}},
+       FN(EP_Win w = EP_WIN_NULL; void* base = nullptr;
+          const int rc = EP_Win_allocate_shared(a.aint(0, 16), a.i(1, 4), MPI_INFO_NULL,
+                                                a.p(2, m.h), a.p(3, &base), a.p(4, &w));
+          if (rc == EP_SUCCESS) EP_Win_free(&w);
+          return rc;)},
+      {"EP_Win_shared_query", Mode::kLocal, {{K::kWin}, {K::kTarget}, {K::kOut}, {K::kOut}, {K::kOut}},
+       FN(MPI_Aint size = 0; int du = 0; void* base = nullptr;
+          return EP_Win_shared_query(a.p(0, m.shared), a.i(1, m.rank), a.p(2, &size),
+                                     a.p(3, &du), a.p(4, &base));)},
+      {"EP_Rput", Mode::kLocal,
+       {{K::kSendBuf}, {K::kCount}, {K::kType}, {K::kTarget}, {K::kDisp}, {K::kCount}, {K::kType},
+        {K::kWin}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL; return in_epoch(m, [&] {
+         const int rc = EP_Rput(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT), a.i(3, m.rank),
+                                a.aint(4, 2), a.i(5, 1), a.type(6, MPI_INT), a.p(7, m.win),
+                                a.p(8, &r));
+         drop(&r);
+         return rc;
+       });)},
+      {"EP_Rget", Mode::kLocal,
+       {{K::kRecvBuf}, {K::kCount}, {K::kType}, {K::kTarget}, {K::kDisp}, {K::kCount}, {K::kType},
+        {K::kWin}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL; return in_epoch(m, [&] {
+         const int rc = EP_Rget(a.p(0, c.r()), a.i(1, 1), a.type(2, MPI_INT), a.i(3, m.rank),
+                                a.aint(4, 2), a.i(5, 1), a.type(6, MPI_INT), a.p(7, m.win),
+                                a.p(8, &r));
+         drop(&r);
+         return rc;
+       });)},
+      {"EP_Raccumulate", Mode::kLocal,
+       {{K::kSendBuf}, {K::kCount}, {K::kType}, {K::kTarget}, {K::kDisp}, {K::kCount}, {K::kType},
+        {K::kOp}, {K::kWin}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL; return in_epoch(m, [&] {
+         const int rc = EP_Raccumulate(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT),
+                                       a.i(3, m.rank), a.aint(4, 2), a.i(5, 1),
+                                       a.type(6, MPI_INT), a.op(7, MPI_SUM), a.p(8, m.win),
+                                       a.p(9, &r));
+         drop(&r);
+         return rc;
+       });)},
+      {"EP_Rget_accumulate", Mode::kLocal,
+       {{K::kSendBuf}, {K::kCount}, {K::kType}, {K::kRecvBuf}, {K::kCount}, {K::kType},
+        {K::kTarget}, {K::kDisp}, {K::kCount}, {K::kType}, {K::kOp}, {K::kWin}, {K::kOut}},
+       FN(EP_Request r = EP_REQUEST_NULL; return in_epoch(m, [&] {
+         const int rc = EP_Rget_accumulate(a.p(0, c.s()), a.i(1, 1), a.type(2, MPI_INT),
+                                           a.p(3, c.r()), a.i(4, 1), a.type(5, MPI_INT),
+                                           a.i(6, m.rank), a.aint(7, 2), a.i(8, 1),
+                                           a.type(9, MPI_INT), a.op(10, MPI_SUM),
+                                           a.p(11, m.win), a.p(12, &r));
+         drop(&r);
+         return rc;
+       });)},
+      {"EP_Win_flush_local", Mode::kLocal, {{K::kTarget}, {K::kWin}},
+       FN(return in_epoch(m, [&] { return EP_Win_flush_local(a.i(0, m.rank), a.p(1, m.win)); });)},
+      {"EP_Win_flush_local_all", Mode::kLocal, {{K::kWin}},
+       FN(return in_epoch(m, [&] { return EP_Win_flush_local_all(a.p(0, m.win)); });)},
+      {"EP_Win_sync", Mode::kLocal, {{K::kWin}}, FN(return EP_Win_sync(a.p(0, m.win));)},
+      // PSCW with this endpoint alone on both sides: a failed call leaves no epoch open.
+      {"EP_Win_post", Mode::kLocal, {{K::kGroup}, {K::kFenceAssert}, {K::kWin}},
+       FN(const int rc = EP_Win_post(a.p(0, m.me), a.i(1, 0), a.p(2, m.win));
+          if (rc == EP_SUCCESS) {
+            EP_Win_start(m.me, 0, m.win);
+            EP_Win_complete(m.win);
+            EP_Win_wait(m.win);
+          }
+          return rc;)},
+      {"EP_Win_start", Mode::kLocal, {{K::kGroup}, {K::kLockAssert}, {K::kWin}},
+       FN(EP_Win_post(m.me, 0, m.win);
+          const int rc = EP_Win_start(a.p(0, m.me), a.i(1, 0), a.p(2, m.win));
+          if (rc != EP_SUCCESS) EP_Win_start(m.me, 0, m.win);
+          EP_Win_complete(m.win);
+          EP_Win_wait(m.win);
+          return rc;)},
+      {"EP_Win_complete", Mode::kLocal, {{K::kWin}},
+       FN(EP_Win_post(m.me, 0, m.win); EP_Win_start(m.me, 0, m.win);
+          const int rc = EP_Win_complete(a.p(0, m.win));
+          if (rc != EP_SUCCESS) EP_Win_complete(m.win);
+          EP_Win_wait(m.win);
+          return rc;)},
+      {"EP_Win_wait", Mode::kLocal, {{K::kWin}},
+       FN(EP_Win_post(m.me, 0, m.win); EP_Win_start(m.me, 0, m.win); EP_Win_complete(m.win);
+          const int rc = EP_Win_wait(a.p(0, m.win));
+          if (rc != EP_SUCCESS) EP_Win_wait(m.win);
+          return rc;)},
+      {"EP_Win_test", Mode::kLocal, {{K::kWin}, {K::kOut}},
+       FN(EP_Win_post(m.me, 0, m.win); EP_Win_start(m.me, 0, m.win); EP_Win_complete(m.win);
+          int flag = 0;
+          const int rc = EP_Win_test(a.p(0, m.win), a.p(1, &flag));
+          if (rc != EP_SUCCESS || flag == 0) EP_Win_wait(m.win);
+          return rc;)},
       // ---- issue 31: groups and communicator creation
       GROUP_RANKS(EP_Group_incl),
       GROUP_RANKS(EP_Group_excl),
@@ -1342,6 +1454,17 @@ void fuzz_endpoint(EP_Comm world, int index, uint64_t seed, int rounds, MPI_Comm
                           self, &c.self.win),
             EP_SUCCESS);
   ASSERT_EQ(EP_Win_set_errhandler(c.self.win, EP_ERRORS_RETURN), EP_SUCCESS);
+  for (Comm* m : {&c.world, &c.self}) {  // issue 33's windows and the self group
+    ASSERT_EQ(EP_Win_create_dynamic(MPI_INFO_NULL, m->h, &m->dyn), EP_SUCCESS);
+    ASSERT_EQ(EP_Win_set_errhandler(m->dyn, EP_ERRORS_RETURN), EP_SUCCESS);
+    void* base = nullptr;
+    ASSERT_EQ(EP_Win_allocate_shared(16, 4, MPI_INFO_NULL, m->h, &base, &m->shared), EP_SUCCESS);
+    ASSERT_EQ(EP_Win_set_errhandler(m->shared, EP_ERRORS_RETURN), EP_SUCCESS);
+    EP_Group all = EP_GROUP_NULL;
+    ASSERT_EQ(EP_Comm_group(m->h, &all), EP_SUCCESS);
+    ASSERT_EQ(EP_Group_incl(all, 1, &m->rank, &m->me), EP_SUCCESS);
+    EP_Group_free(&all);
+  }
 
   const std::vector<Entry>& t = table();
   std::mt19937_64 rng(seed);  // the same sequence on every endpoint of every process
@@ -1390,6 +1513,11 @@ void fuzz_endpoint(EP_Comm world, int index, uint64_t seed, int rounds, MPI_Comm
   check_traffic(c, rounds, "at the end");
   calls->fetch_add(n);
   MPI_Type_free(&c.uncommitted);
+  for (Comm* m : {&c.world, &c.self}) {
+    EXPECT_EQ(EP_Win_free(&m->dyn), EP_SUCCESS);
+    EXPECT_EQ(EP_Win_free(&m->shared), EP_SUCCESS);
+    EXPECT_EQ(EP_Group_free(&m->me), EP_SUCCESS);
+  }
   EXPECT_EQ(EP_Win_free(&c.self.win), EP_SUCCESS);
   EXPECT_EQ(EP_Win_free(&c.world.win), EP_SUCCESS);
   EXPECT_EQ(EP_Team_free(&c.team), EP_SUCCESS);

@@ -320,7 +320,7 @@ TEST(RmaErrors, BadLockTypeAssertKeyvalAndErrhandler) {
     expect_error(EP_Win_fence(1 << 30, win), EP_ERR_ARG, "EP_Win_fence", w);
     void* attr = nullptr;
     int flag = 0;
-    expect_error(EP_Win_get_attr(win, MPI_WIN_MODEL, &attr, &flag), EP_ERR_ARG,
+    expect_error(EP_Win_get_attr(win, MPI_TAG_UB, &attr, &flag), EP_ERR_ARG,
                  "EP_Win_get_attr", w);
     expect_error(EP_Win_get_attr(win, EP_WIN_BASE, &attr, nullptr), EP_ERR_ARG,
                  "EP_Win_get_attr", w);

@@ -136,7 +136,11 @@ inline void free_win(EP_Win* win) {
 // kHandler: EP_Win_create with the info key ep_shared_memory=false, so that the node's
 // other processes go through the target's progress thread (the path windows on other
 // nodes take) instead of cross-memory attach.
-enum class Flavor { kCreate, kAllocate, kHandler };
+// kDynamic: EP_Win_create_dynamic, each endpoint's memory attached, the addresses
+// exchanged (WinOf::disp).  kShared: EP_Win_allocate_shared (the tests run on one node).
+// kDynamicHandler: kDynamic with ep_shared_memory=false (the node's other processes
+// go through the target's progress thread, as other nodes do).
+enum class Flavor { kCreate, kAllocate, kHandler, kDynamic, kShared, kDynamicHandler };
 
 inline const char* flavor_name(const ::testing::TestParamInfo<Flavor>& info) {
   switch (info.param) {
@@ -144,6 +148,12 @@ inline const char* flavor_name(const ::testing::TestParamInfo<Flavor>& info) {
       return "Create";
     case Flavor::kAllocate:
       return "Allocate";
+    case Flavor::kDynamic:
+      return "Dynamic";
+    case Flavor::kShared:
+      return "Shared";
+    case Flavor::kDynamicHandler:
+      return "DynamicHandler";
     default:
       return "Handler";
   }
@@ -154,7 +164,13 @@ template <class T>
 struct WinOf {
   EP_Win win = EP_WIN_NULL;
   T* mem = nullptr;    // the window memory (n elements)
-  std::vector<T> own;  // EP_Win_create's memory
+  std::vector<T> own;  // EP_Win_create's (and the dynamic window's attached) memory
+  std::vector<MPI_Aint> addr;  // kDynamic: every endpoint's attached address, by rank
+  // The target displacement of element i at rank t (disp_unit sizeof(T), except dynamic).
+  MPI_Aint disp(int t, size_t i) const {
+    if (addr.empty()) return static_cast<MPI_Aint>(i);
+    return addr[static_cast<size_t>(t)] + static_cast<MPI_Aint>(i * sizeof(T));
+  }
 };
 
 // Creates the window, lets init(mem) initialize this endpoint's memory, then a barrier:
@@ -179,10 +195,34 @@ WinOf<T> open_win(Flavor f, size_t n, int du, EP_Comm comm, Init&& init) {
     if (rc == EP_SUCCESS) {
       EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
     }
+  } else if (f == Flavor::kDynamic || f == Flavor::kDynamicHandler) {
+    w.own.resize(n);
+    w.mem = w.own.data();
+    MPI_Info info = MPI_INFO_NULL;
+    if (f == Flavor::kDynamicHandler) {
+      MPI_Info_create(&info);
+      MPI_Info_set(info, "ep_shared_memory", "false");
+    }
+    int rc = EP_Win_create_dynamic(info, comm, &w.win);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_create_dynamic: " << describe(rc);
+    if (rc == EP_SUCCESS) {
+      EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
+      rc = EP_Win_attach(w.win, w.mem, bytes);
+      EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_attach: " << describe(rc);
+    }
+    int size = 0;
+    EP_Comm_size(comm, &size);
+    w.addr.resize(static_cast<size_t>(size));
+    MPI_Aint mine = 0;
+    MPI_Get_address(w.mem, &mine);
+    EXPECT_EQ(EP_Allgather(&mine, 1, MPI_AINT, w.addr.data(), 1, MPI_AINT, comm), EP_SUCCESS);
   } else {
     void* b = nullptr;
-    const int rc = EP_Win_allocate(bytes, du, MPI_INFO_NULL, comm, &b, &w.win);
-    EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_allocate: " << describe(rc);
+    const int rc = f == Flavor::kShared
+                       ? EP_Win_allocate_shared(bytes, du, MPI_INFO_NULL, comm, &b, &w.win)
+                       : EP_Win_allocate(bytes, du, MPI_INFO_NULL, comm, &b, &w.win);
+    EXPECT_EQ(rc, EP_SUCCESS) << "EP_Win_allocate(_shared): " << describe(rc);
     if (rc == EP_SUCCESS) {
       EXPECT_EQ(EP_Win_set_errhandler(w.win, EP_ERRORS_RETURN), EP_SUCCESS);
       w.mem = static_cast<T*>(b);

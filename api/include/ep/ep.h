@@ -95,6 +95,14 @@ typedef struct EP_Status {
 #define EP_WIN_BASE MPI_WIN_BASE
 #define EP_WIN_SIZE MPI_WIN_SIZE
 #define EP_WIN_DISP_UNIT MPI_WIN_DISP_UNIT
+/* Issue 33: a window's flavor and memory model (EP_Win_get_attr gives an int *). */
+#define EP_WIN_CREATE_FLAVOR MPI_WIN_CREATE_FLAVOR
+#define EP_WIN_MODEL MPI_WIN_MODEL
+#define EP_WIN_FLAVOR_CREATE MPI_WIN_FLAVOR_CREATE
+#define EP_WIN_FLAVOR_ALLOCATE MPI_WIN_FLAVOR_ALLOCATE
+#define EP_WIN_FLAVOR_DYNAMIC MPI_WIN_FLAVOR_DYNAMIC
+#define EP_WIN_FLAVOR_SHARED MPI_WIN_FLAVOR_SHARED
+#define EP_WIN_UNIFIED MPI_WIN_UNIFIED
 
 /* Predefined attribute keys of communicators, and the invalid one. */
 #define EP_TAG_UB MPI_TAG_UB
@@ -508,6 +516,56 @@ int EP_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype dat
 int EP_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr,
                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
                         EP_Win win);
+
+/* ---- One-sided, issue 33: more window flavors, request-based operations, the other
+ * synchronizations.
+ * Dynamic windows (EP_Win_create_dynamic): memory is attached and detached per endpoint
+ * at any time; the target displacement is the target's address (MPI_Get_address); an
+ * access to memory not attached at the target is EP_ERR_RMA_RANGE, returned by the
+ * operation (targets of this process or node) or at the latest by the next flush or
+ * unlock of that target (targets served by the progress thread), and writes nothing.
+ * Attaching an overlapping or empty-with-NULL region is EP_ERR_ARG; detaching a base that
+ * is not attached is EP_ERR_RMA_RANGE; attach/detach on another flavor is EP_ERR_WIN.
+ * Shared windows (EP_Win_allocate_shared): every endpoint of the communicator on one node
+ * (else EP_ERR_COMM); every endpoint loads and stores every segment directly
+ * (EP_Win_shared_query; rank EP_PROC_NULL: the first non-empty segment); segments are
+ * contiguous in rank order unless the info key "alloc_shared_noncontig" is "true".
+ * Request-based operations (EP_Rput, ...) are valid only inside a passive-target epoch
+ * (else EP_ERR_RMA_SYNC, no request); the request completes locally (origin buffer
+ * reusable / result arrived).  EP_Win_flush_local(_all): local completion.  EP_Win_sync:
+ * a full memory barrier (the unified model needs no copy).  PSCW: groups hold endpoint
+ * ranks of the window's communicator (a member outside it: EP_ERR_GROUP); an operation to
+ * a target outside the start group, complete without start, wait/test without post, and
+ * start/post inside their own open epoch are EP_ERR_RMA_SYNC. */
+int EP_Win_create_dynamic(MPI_Info info, EP_Comm comm, EP_Win *win);
+int EP_Win_attach(EP_Win win, void *base, MPI_Aint size);
+int EP_Win_detach(EP_Win win, const void *base);
+/* baseptr is a (void **). */
+int EP_Win_allocate_shared(MPI_Aint size, int disp_unit, MPI_Info info, EP_Comm comm,
+                           void *baseptr, EP_Win *win);
+int EP_Win_shared_query(EP_Win win, int rank, MPI_Aint *size, int *disp_unit, void *baseptr);
+int EP_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+            int target_rank, MPI_Aint target_disp, int target_count,
+            MPI_Datatype target_datatype, EP_Win win, EP_Request *request);
+int EP_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank,
+            MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, EP_Win win,
+            EP_Request *request);
+int EP_Raccumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+                   int target_rank, MPI_Aint target_disp, int target_count,
+                   MPI_Datatype target_datatype, MPI_Op op, EP_Win win, EP_Request *request);
+int EP_Rget_accumulate(const void *origin_addr, int origin_count,
+                       MPI_Datatype origin_datatype, void *result_addr, int result_count,
+                       MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp,
+                       int target_count, MPI_Datatype target_datatype, MPI_Op op, EP_Win win,
+                       EP_Request *request);
+int EP_Win_flush_local(int rank, EP_Win win);
+int EP_Win_flush_local_all(EP_Win win);
+int EP_Win_sync(EP_Win win);
+int EP_Win_post(EP_Group group, int assert, EP_Win win);
+int EP_Win_start(EP_Group group, int assert, EP_Win win);
+int EP_Win_complete(EP_Win win);
+int EP_Win_wait(EP_Win win);
+int EP_Win_test(EP_Win win, int *flag);
 
 #ifdef __cplusplus
 }
