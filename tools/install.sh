@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds libep with Bazel and installs it into PREFIX:
-#   PREFIX/include/ep/ep.h, PREFIX/lib/libep.so, PREFIX/lib/pkgconfig/ep.pc
+#   PREFIX/include/ep/ep.h, PREFIX/lib/libep.so, PREFIX/lib/pkgconfig/ep.pc,
+#   PREFIX/lib/cmake/ep/ (CMake package: find_package(ep CONFIG) gives ep::ep),
+#   PREFIX/bin/ep_info
 # Usage: tools/install.sh PREFIX
 # Then: mpicc app.c $(PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs ep)
 set -euo pipefail
@@ -18,6 +20,9 @@ esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash tools/setup.sh
 
-bazel build --noshow_progress //:libep.so
+# --- begin: ep_info (issue 34): built with libep, installed as PREFIX/bin/ep_info ---------------
+bazel build --noshow_progress //:libep.so //tools:ep_info
 bin=$(bazel info bazel-bin 2>/dev/null)
+export EP_INFO_BIN="$bin/tools/ep_info"
+# --- end: ep_info (issue 34) ----------------------------------------------------------------
 bash tools/install_files.sh "$prefix" "$bin/libep.so" api/include/ep/ep.h

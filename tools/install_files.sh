@@ -3,7 +3,9 @@
 #   PREFIX/include/ep/ep.h
 #   PREFIX/lib/libep.so
 #   PREFIX/lib/pkgconfig/ep.pc
-# Usage: install_files.sh PREFIX LIBEP_SO EP_H
+#   PREFIX/lib/cmake/ep/{epConfig,epConfigVersion,epTargets}.cmake  (from cmake/ beside tools/)
+#   PREFIX/bin/ep_info          (only when EP_INFO_BIN names the built //tools:ep_info)
+# Usage: [EP_INFO_BIN=path/to/ep_info] install_files.sh PREFIX LIBEP_SO EP_H
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -40,5 +42,26 @@ Version: 0.1.0
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lep
 PC
+
+# --- begin: CMake package and ep_info (issue 34) ---------------------------------------------
+# The package files are relocatable (paths derive from their location): plain copies.
+cmake_src="$(dirname "${BASH_SOURCE[0]}")/../cmake"
+install -d "$prefix/lib/cmake/ep"
+for f in epConfig.cmake epConfigVersion.cmake epTargets.cmake; do
+  if [[ ! -f "$cmake_src/$f" ]]; then
+    echo "install_files.sh: no such file: $cmake_src/$f" >&2
+    exit 1
+  fi
+  install -m 0644 "$cmake_src/$f" "$prefix/lib/cmake/ep/$f"
+done
+if [[ -n "${EP_INFO_BIN:-}" ]]; then
+  if [[ ! -f "$EP_INFO_BIN" ]]; then
+    echo "install_files.sh: no such file: EP_INFO_BIN=$EP_INFO_BIN" >&2
+    exit 1
+  fi
+  install -d "$prefix/bin"
+  install -m 0755 "$EP_INFO_BIN" "$prefix/bin/ep_info"
+fi
+# --- end: CMake package and ep_info (issue 34) -----------------------------------------------
 
 echo "install_files.sh: installed libep into $prefix"

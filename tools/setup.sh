@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                # Google Benchmark
   bazel-bootstrap bazel-platforms bazel-rules-java
   pkg-config g++
+  cmake make gfortran             # CMake package test (tests/cmake); libgomp comes with gcc
 )
 
 missing=()

@@ -1,0 +1,142 @@
+// ep_info - what libep is and what it would do here, like `ucx_info -c`:
+//   [version]        libep's version
+//   [mpi]            the MPI library (MPI_Get_library_version), the MPI headers it was built
+//                    against, and the thread level MPI_Init_thread(MPI_THREAD_MULTIPLE) gives
+//   [configuration]  the EP_* table with defaults, docs and effective values (as ep_config)
+//   [node layout]    per node: its processes (MPI_Comm_split_type SHARED) and the progress
+//                    CPU each would take (EP_PROGRESS_CPUS: node-local process i takes
+//                    entry i mod n; "not pinned" without it)
+// Runs standalone (a singleton MPI process) or under mpiexec: world rank 0 prints the first
+// three sections, then each node's first process prints its node, in node order.
+// Exits 1 when the environment is rejected (a malformed EP_* value) in any process.
+//   PREFIX/bin/ep_info, mpiexec -n 4 PREFIX/bin/ep_info, bazel run //tools:ep_info
+#include <mpi.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+#include "tools/config_table.h"
+
+namespace {
+
+// libep's version: equals ep.pc's and the CMake package's (tests/cmake checks it).
+constexpr char kVersion[] = "0.1.0";
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+    default: return "unknown";
+  }
+}
+
+void print_mpi(int provided) {
+  char library[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(library, &len);
+  std::string text(library, len);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  std::printf("[mpi]\nMPI library:\n");
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::printf("  %s\n", text.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+#ifdef MPICH_VERSION
+  std::printf("built against: MPI %d.%d headers of MPICH %s\n", MPI_VERSION, MPI_SUBVERSION,
+              MPICH_VERSION);
+#else
+  std::printf("built against: MPI %d.%d headers\n", MPI_VERSION, MPI_SUBVERSION);
+#endif
+  std::printf("thread level: %s (asked for MPI_THREAD_MULTIPLE%s)\n",
+              thread_level_name(provided),
+              provided == MPI_THREAD_MULTIPLE ? "" : "; libep's EP_Init will refuse this MPI");
+}
+
+// What one process reports for the node layout.
+struct ProcessInfo {
+  int world_rank;
+  int local_index;
+  int cpu;  // -1: not pinned
+};
+
+// Prints this node's section on its first process; nodes print in the order of their
+// first world rank (a token passes from one node leader to the next).
+void print_node_layout(const ep::runtime::Config& config, int world_rank, int world_size) {
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
+  int local_index = 0, local_size = 0;
+  MPI_Comm_rank(node, &local_index);
+  MPI_Comm_size(node, &local_size);
+  ProcessInfo mine{world_rank, local_index, -1};
+  if (!config.progress_cpus.empty()) {
+    mine.cpu = config.progress_cpus[local_index % config.progress_cpus.size()];
+  }
+  std::vector<ProcessInfo> all(local_size);
+  MPI_Gather(&mine, 3, MPI_INT, all.data(), 3, MPI_INT, 0, node);
+
+  MPI_Comm leaders;
+  MPI_Comm_split(MPI_COMM_WORLD, local_index == 0 ? 0 : MPI_UNDEFINED, world_rank, &leaders);
+  if (leaders != MPI_COMM_NULL) {
+    int node_index = 0, nodes = 0, token = 0;
+    MPI_Comm_rank(leaders, &node_index);
+    MPI_Comm_size(leaders, &nodes);
+    if (node_index > 0) MPI_Recv(&token, 1, MPI_INT, node_index - 1, 0, leaders, MPI_STATUS_IGNORE);
+    if (node_index == 0) {
+      std::printf("\n[node layout]\n%d process(es) on %d node(s)\n", world_size, nodes);
+    }
+    char host[MPI_MAX_PROCESSOR_NAME];
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    std::printf("node %d (%.*s): %d process(es) per node\n", node_index, len, host, local_size);
+    for (const ProcessInfo& p : all) {
+      if (p.cpu < 0) {
+        std::printf("  node-local process %d (world rank %d): progress thread not pinned\n",
+                    p.local_index, p.world_rank);
+      } else {
+        std::printf("  node-local process %d (world rank %d): progress thread on CPU %d\n",
+                    p.local_index, p.world_rank, p.cpu);
+      }
+    }
+    std::fflush(stdout);
+    if (node_index + 1 < nodes) MPI_Send(&token, 1, MPI_INT, node_index + 1, 0, leaders);
+    MPI_Comm_free(&leaders);
+  }
+  MPI_Comm_free(&node);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int world_rank = 0, world_size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+
+  ep::runtime::Config config;
+  int ok = 1;
+  if (world_rank == 0) {
+    std::printf("[version]\nlibep version: %s\n\n", kVersion);
+    print_mpi(provided);
+    std::printf("\n[configuration]\n");
+    ok = ep::tools::print_config_table(stdout, &config) ? 1 : 0;
+    std::fflush(stdout);
+  } else {
+    std::string error;
+    std::vector<std::string> warnings;
+    ok = ep::runtime::parse_config(&config, &error, &warnings) ? 1 : 0;
+    if (!ok) std::fprintf(stderr, "ep_info: world rank %d: %s\n", world_rank, error.c_str());
+  }
+  int all_ok = 0;
+  MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all_ok) print_node_layout(config, world_rank, world_size);
+  MPI_Finalize();
+  return all_ok ? 0 : 1;
+}
