@@ -11,8 +11,8 @@ bool print_config_table(std::FILE* out, runtime::Config* config) {
   std::fprintf(out, "%-20s %-10s %s\n", "variable", "default", "meaning");
   for (size_t i = 0; i < kConfigTableSize; ++i) {
     const auto& row = kConfigTable[i];
-    std::fprintf(out, "%-20s %-10s %s\n", row.name,
-                 *row.default_value ? row.default_value : "-", row.doc);
+    std::fprintf(out, "%-20s %-10s %s\n", row.name, *row.default_value ? row.default_value : "-",
+                 row.doc);
   }
   std::string error;
   std::vector<std::string> warnings;

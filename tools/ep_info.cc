@@ -26,11 +26,16 @@ constexpr char kVersion[] = "0.1.0";
 
 const char* thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-    default: return "unknown";
+    case MPI_THREAD_SINGLE:
+      return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED:
+      return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED:
+      return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE:
+      return "MPI_THREAD_MULTIPLE";
+    default:
+      return "unknown";
   }
 }
 
@@ -54,8 +59,7 @@ void print_mpi(int provided) {
 #else
   std::printf("built against: MPI %d.%d headers\n", MPI_VERSION, MPI_SUBVERSION);
 #endif
-  std::printf("thread level: %s (asked for MPI_THREAD_MULTIPLE%s)\n",
-              thread_level_name(provided),
+  std::printf("thread level: %s (asked for MPI_THREAD_MULTIPLE%s)\n", thread_level_name(provided),
               provided == MPI_THREAD_MULTIPLE ? "" : "; libep's EP_Init will refuse this MPI");
 }
 

@@ -100,8 +100,7 @@ void run_server(EP_Comm inter, EP_Comm servers_comm, int server, int clients) {
   std::vector<MPI_Aint> base(nservers);
   // Also orders every attach before any access: a server learns an address only after
   // its owner attached.
-  check(EP_Allgather(&mine, 1, MPI_AINT, base.data(), 1, MPI_AINT, servers_comm),
-        "EP_Allgather");
+  check(EP_Allgather(&mine, 1, MPI_AINT, base.data(), 1, MPI_AINT, servers_comm), "EP_Allgather");
 
   // This server's clients: c with c mod S == server, their slabs in client order.
   std::vector<int> mine_clients, slab_begin, slab_end;
@@ -123,8 +122,7 @@ void run_server(EP_Comm inter, EP_Comm servers_comm, int server, int clients) {
                      mine_clients[i], t, inter, &reqs[i]),
             "EP_Irecv");
     }
-    check(EP_Waitall(static_cast<int>(reqs.size()), reqs.data(), EP_STATUSES_IGNORE),
-          "EP_Waitall");
+    check(EP_Waitall(static_cast<int>(reqs.size()), reqs.data(), EP_STATUSES_IGNORE), "EP_Waitall");
     // Each run of rows with one owner is contiguous in the owner's buffer: one accumulate.
     for (size_t i = 0; i < mine_clients.size(); ++i) {
       int y = slab_begin[i];
@@ -137,8 +135,8 @@ void run_server(EP_Comm inter, EP_Comm servers_comm, int server, int clients) {
         const int last = oe < slab_end[i] ? oe : slab_end[i];
         const int count = (last - y) * p.nx;
         const MPI_Aint disp = base[owner] + static_cast<MPI_Aint>((y - ob) * p.nx * sizeof(double));
-        check(EP_Accumulate(&slabs[i][(y - slab_begin[i]) * p.nx], count, MPI_DOUBLE, owner,
-                            disp, count, MPI_DOUBLE, MPI_SUM, win),
+        check(EP_Accumulate(&slabs[i][(y - slab_begin[i]) * p.nx], count, MPI_DOUBLE, owner, disp,
+                            count, MPI_DOUBLE, MPI_SUM, win),
               "EP_Accumulate");
         y = last;
       }

@@ -29,8 +29,8 @@
 namespace {
 
 struct Params {
-  int nx = 64;               // interior points per tile, x
-  int ny = 64;               // interior points per tile, y
+  int nx = 64;  // interior points per tile, x
+  int ny = 64;  // interior points per tile, y
   int max_iterations = 1000;
   double tolerance = 1e-4;
 };
@@ -131,8 +131,8 @@ Result solve(const Comm& comm, const Params& p) {
   MPI_Type_commit(&row);
 
   // Neighbours: up, down, left, right (-1: the global boundary).
-  const int nbr[4] = {cy > 0 ? rank - tx : -1, cy < ty - 1 ? rank + tx : -1,
-                      cx > 0 ? rank - 1 : -1, cx < tx - 1 ? rank + 1 : -1};
+  const int nbr[4] = {cy > 0 ? rank - tx : -1, cy < ty - 1 ? rank + tx : -1, cx > 0 ? rank - 1 : -1,
+                      cx < tx - 1 ? rank + 1 : -1};
 
   Result r;
   r.tiles_x = tx;
@@ -149,10 +149,10 @@ Result solve(const Comm& comm, const Params& p) {
       int recv_i, recv_j, send_i, send_j;
       MPI_Datatype type;
     } side[4] = {
-        {1, 0, 1, 1, row},                   // up
-        {1, p.ny + 1, 1, p.ny, row},         // down
-        {0, 1, 1, 1, column},                // left
-        {p.nx + 1, 1, p.nx, 1, column},      // right
+        {1, 0, 1, 1, row},               // up
+        {1, p.ny + 1, 1, p.ny, row},     // down
+        {0, 1, 1, 1, column},            // left
+        {p.nx + 1, 1, p.nx, 1, column},  // right
     };
     for (int s = 0; s < 4; ++s) {
       if (nbr[s] < 0) continue;
@@ -218,8 +218,7 @@ int main(int argc, char** argv) {
     p.max_iterations = std::atoi(argv[arg + 2]);
     p.tolerance = std::atof(argv[arg + 3]);
   } else if (argc - arg != 0) {
-    std::fprintf(stderr, "usage: %s [--mpi] [tile_nx tile_ny max_iterations tolerance]\n",
-                 argv[0]);
+    std::fprintf(stderr, "usage: %s [--mpi] [tile_nx tile_ny max_iterations tolerance]\n", argv[0]);
     return 2;
   }
   if (p.nx < 1 || p.ny < 1 || p.max_iterations < 1) {

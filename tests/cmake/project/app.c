@@ -9,12 +9,12 @@
 
 #define NUM_EP 2
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    if ((call) != EP_SUCCESS) {                                                       \
-      fprintf(stderr, "app: %s failed (%s:%d)\n", #call, __FILE__, __LINE__);         \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                                   \
-    }                                                                                 \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    if ((call) != EP_SUCCESS) {                                               \
+      fprintf(stderr, "app: %s failed (%s:%d)\n", #call, __FILE__, __LINE__); \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                           \
+    }                                                                         \
   } while (0)
 
 static void *endpoint_main(void *arg) {
