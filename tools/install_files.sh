@@ -3,6 +3,8 @@
 #   PREFIX/include/ep/ep.h
 #   PREFIX/lib/libep.so
 #   PREFIX/lib/pkgconfig/ep.pc
+#   and the Fortran binding (fortran/build_fortran.sh): PREFIX/include/ep/ep_f08.mod,
+#   PREFIX/lib/libep_fortran.so, PREFIX/lib/pkgconfig/ep-fortran.pc
 # Usage: install_files.sh PREFIX LIBEP_SO EP_H
 set -euo pipefail
 
@@ -40,5 +42,16 @@ Version: 0.1.0
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lep
 PC
+
+# ---- Fortran binding (module ep_f08; owner: fortran/) -------------------------------
+# Compiled here with mpifort, against the libep.so just installed.  The sources sit next
+# to this script in the tree (and in the runfiles of the tests that list //fortran:srcs).
+fortran_build="$(dirname "${BASH_SOURCE[0]}")/../fortran/build_fortran.sh"
+if [[ -f "$fortran_build" ]]; then
+  bash "$fortran_build" "$prefix"
+else
+  echo "install_files.sh: $fortran_build not found: Fortran binding not installed" >&2
+fi
+# ---- end of Fortran binding ----------------------------------------------------------
 
 echo "install_files.sh: installed libep into $prefix"

@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                # Google Benchmark
   bazel-bootstrap bazel-platforms bazel-rules-java
   pkg-config g++
+  gfortran python3                # Fortran binding: mpifort, its generator (fortran/)
 )
 
 missing=()
