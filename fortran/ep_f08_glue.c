@@ -32,6 +32,49 @@ EP_Status *epf_statuses(EP_Status *statuses) {
   return statuses == ep_f08_statuses_ignore ? EP_STATUSES_IGNORE : statuses;
 }
 
+/* The C type of `size` bytes in a family: 'i' signed integer, 'f' floating, 'c' complex. */
+static MPI_Datatype c_type_of(char kind, int size) {
+  switch (kind) {
+    case 'i':
+      return size == 1 ? MPI_INT8_T : size == 2 ? MPI_INT16_T : size == 4 ? MPI_INT32_T
+             : size == 8 ? MPI_INT64_T : MPI_DATATYPE_NULL;
+    case 'f':
+      return size == (int)sizeof(float) ? MPI_FLOAT
+             : size == (int)sizeof(double) ? MPI_DOUBLE : MPI_DATATYPE_NULL;
+    default:
+      return size == 2 * (int)sizeof(float) ? MPI_C_FLOAT_COMPLEX
+             : size == 2 * (int)sizeof(double) ? MPI_C_DOUBLE_COMPLEX : MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Datatype epf_type_acc(MPI_Fint f) {
+  MPI_Datatype t = MPI_Type_f2c(f);
+  static const struct {
+    MPI_Datatype fortran;
+    char kind;
+  } table[] = {
+      {MPI_INTEGER, 'i'},  {MPI_INTEGER1, 'i'}, {MPI_INTEGER2, 'i'},
+      {MPI_INTEGER4, 'i'}, {MPI_INTEGER8, 'i'}, {MPI_REAL, 'f'},
+      {MPI_REAL4, 'f'},    {MPI_REAL8, 'f'},    {MPI_DOUBLE_PRECISION, 'f'},
+      {MPI_COMPLEX, 'c'},  {MPI_DOUBLE_COMPLEX, 'c'}, {MPI_COMPLEX8, 'c'},
+      {MPI_COMPLEX16, 'c'},
+  };
+  if (t == MPI_DATATYPE_NULL) return t;
+  if (t == MPI_2INTEGER) {
+    int size = 0;
+    MPI_Type_size(t, &size);
+    return size == 2 * (int)sizeof(int) ? MPI_2INT : t;
+  }
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; ++i) {
+    if (t != table[i].fortran || t == MPI_DATATYPE_NULL) continue;
+    int size = 0;
+    MPI_Type_size(t, &size);
+    MPI_Datatype c = c_type_of(table[i].kind, size);
+    return c != MPI_DATATYPE_NULL ? c : t;
+  }
+  return t;
+}
+
 /* ---- Temporaries for non-contiguous sections ------------------------------------- */
 
 struct epf_tmp {

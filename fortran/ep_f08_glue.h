@@ -52,6 +52,13 @@ void epf_defer_win(epf_tmps *tmps, int rc, EP_Win win, int target);
 /* A synchronization of `win` completed the operations to `target` (or EPF_ALL_TARGETS). */
 void epf_win_synced(EP_Win win, int target);
 
+/* The C datatype of Fortran handle f for the accumulate-family RMA calls: a named Fortran
+ * type (MPI_INTEGER, MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX,
+ * MPI_INTEGERn, MPI_REALn, MPI_2INTEGER) becomes the C type of the same size and kind that
+ * libep's RMA element table knows; any other type is MPI_Type_f2c(f).  Derived types
+ * built from Fortran types are not translated (libep answers EP_ERR_TYPE/EP_ERR_OP). */
+MPI_Datatype epf_type_acc(MPI_Fint f);
+
 /* NULL for the module's EP_STATUS_IGNORE / EP_STATUSES_IGNORE, else the argument. */
 EP_Status *epf_status(EP_Status *status);
 EP_Status *epf_statuses(EP_Status *statuses);

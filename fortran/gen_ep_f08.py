@@ -42,6 +42,10 @@ WIN_SYNC = {"EP_Win_fence": None, "EP_Win_unlock": "rank", "EP_Win_unlock_all": 
             "EP_Win_flush": "rank", "EP_Win_flush_all": None,
             "EP_Win_flush_local": "rank", "EP_Win_flush_local_all": None,
             "EP_Win_complete": None}
+# One-sided accumulate-family calls: libep's element-type table (runtime/reduce.cc) knows
+# the C types, so named Fortran types are passed as their C equivalents (epf_type_acc).
+ACCUMULATES = {"EP_Accumulate", "EP_Get_accumulate", "EP_Fetch_and_op",
+               "EP_Compare_and_swap", "EP_Raccumulate", "EP_Rget_accumulate"}
 STRING_LEN = {"EP_Error_string": "EP_MAX_ERROR_STRING",
               "EP_Comm_get_name": "EP_MAX_OBJECT_NAME"}
 CALLBACKS = {"EP_Comm_copy_attr_function": "comm_copy", "EP_Comm_delete_attr_function":
@@ -320,6 +324,8 @@ def gen_c(fn, params, kinds):
             lines.append("  rc = epf_buffer(%s, %s, &tmps, &%s_p);" % (n, mode, n))
             lines.append("  if (rc != EP_SUCCESS) goto done;")
             args.append("%s_p" % n)
+        elif k == "mpi_in" and d == "MPI_Datatype" and fn in ACCUMULATES:
+            args.append("epf_type_acc(%s)" % n)
         elif k == "mpi_in":
             args.append("MPI_%s_f2c(%s)" % (MPI_HANDLES[d], n))
         elif k == "status_ref":
