@@ -11,6 +11,8 @@ install_files=$1
 libep_so=$2
 ep_h=$3
 shift 3
+programs=()
+for src in "$@"; do programs+=("$(cd "$(dirname "$src")" && pwd)/$(basename "$src")"); done
 
 work=$(mktemp -d "${TEST_TMPDIR:-/tmp}/fortran_test.XXXXXX")
 prefix="$work/prefix"
@@ -44,7 +46,7 @@ echo "ep_f08 declares all $count names of ep.h"
 export UCX_MEM_EVENTS=no OMP_WAIT_POLICY=passive OMP_DYNAMIC=false
 unset LD_LIBRARY_PATH
 fail=0
-for src in "$@"; do
+for src in "${programs[@]}"; do
   prog=$(basename "$src" .f90)
   echo "--- build $prog"
   cp "$src" "$prog.f90"
