@@ -39,7 +39,7 @@ contains
     integer, intent(inout) :: nfail
     if (.not. ok) then
       nfail = nfail + 1
-      print '(3a, i0, 2a)', 'allreduce', ': endpoint ', rank, ': FAILED: ', what
+      print '(2a, i0, 2a)', 'allreduce', ': endpoint ', rank, ': FAILED: ', what
     end if
   end subroutine check
 
