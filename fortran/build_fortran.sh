@@ -31,8 +31,9 @@ mpicc -I"$prefix/include" "$work/ep_f08_consts.c" -o "$work/ep_f08_consts"
 cflags=(-O2 -fPIC -Wall -I"$prefix/include" -I"$src" -I"$work")
 mpicc "${cflags[@]}" -c "$src/ep_f08_glue.c" -o "$work/ep_f08_glue.o"
 mpicc "${cflags[@]}" -c "$work/ep_f08_glue_gen.c" -o "$work/ep_f08_glue_gen.o"
-# -fallow-argument-mismatch (in mpifort's flags) is for old-style MPI code; ep_f08 needs none.
-mpifort -O2 -fPIC -I"$work" -J"$work" -c "$src/ep_f08.f90" -o "$work/ep_f08.o"
+# -frecursive: every local of a wrapper lives on the stack, none is static, so the module
+# is thread-safe whether or not the application is compiled with -fopenmp.
+mpifort -O2 -fPIC -frecursive -I"$work" -J"$work" -c "$src/ep_f08.f90" -o "$work/ep_f08.o"
 mpifort -shared -o "$work/libep_fortran.so" "$work/ep_f08.o" "$work/ep_f08_glue.o" \
   "$work/ep_f08_glue_gen.o" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -lep
 

@@ -279,9 +279,11 @@ def gen_fortran(fn, ret, params, kinds):
             locals_.append("integer :: %s_i" % n)
             actuals.append("%s_c" % n)
             post.append("%s = ''" % n)
-            post.append("do %s_i = 1, min(resultlen, len(%s))" % (n, n))
-            post.append("  %s(%s_i:%s_i) = %s_c(%s_i)" % (n, n, n, n, n))
-            post.append("end do")
+            post.append("if (ierror_c == EP_SUCCESS) then")
+            post.append("  do %s_i = 1, min(resultlen, len(%s))" % (n, n))
+            post.append("    %s(%s_i:%s_i) = %s_c(%s_i)" % (n, n, n, n, n))
+            post.append("  end do")
+            post.append("end if")
         elif k == "callback":
             actuals.append("c_funloc(%s)" % n)
         else:
