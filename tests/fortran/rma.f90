@@ -1,6 +1,7 @@
 ! One-sided epochs over endpoints (OpenMP threads, 2 or 3 per process):
 ! EP_Win_allocate + fence + EP_Put to the right neighbour + fence; EP_Get from the left
-! neighbour into a non-contiguous section + fence; EP_Win_create on a Fortran array with
+! neighbour into a non-contiguous section + fence; EP_Get into a section within
+! EP_Win_lock/EP_Win_unlock; EP_Win_create on a Fortran array with
 ! EP_Accumulate (MPI_SUM) from every endpoint; window attributes.
 program rma
   use, intrinsic :: iso_c_binding
@@ -100,6 +101,20 @@ contains
     end do
     call check(all(g(1, :) == 0) .and. all(g(3, :) == 0), &
                'Get left the other rows alone', rank, nfail)
+    ! A passive epoch: the section's values arrive with the unlock.
+    call EP_Win_fence(EP_MODE_NOSUCCEED, win)
+    g = 0
+    call EP_Win_lock(EP_LOCK_SHARED, right, 0, win, ierr)
+    call EP_Get(g(3, 2:n), n - 1, MPI_DOUBLE_PRECISION, right, 1_MPI_ADDRESS_KIND, n - 1, &
+                MPI_DOUBLE_PRECISION, win, ierr)
+    call EP_Win_unlock(right, win, ierr)
+    call check(ierr == EP_SUCCESS, 'lock, Get, unlock', rank, nfail)
+    do i = 2, n
+      call check(g(3, i) == rank * 100 + i, 'Get in a passive epoch', rank, nfail)
+    end do
+    call check(g(3, 1) == 0 .and. all(g(1:2, :) == 0), 'passive Get left the rest alone', &
+               rank, nfail)
+    call EP_Barrier(comm)  ! nobody frees the window while a neighbour still reads it
     call EP_Win_free(win, ierr)
     call check(ierr == EP_SUCCESS .and. win == EP_WIN_NULL, 'Win_free', rank, nfail)
 
