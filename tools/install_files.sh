@@ -5,6 +5,8 @@
 #   PREFIX/lib/pkgconfig/ep.pc
 #   PREFIX/lib/cmake/ep/{epConfig,epConfigVersion,epTargets}.cmake  (from cmake/ beside tools/)
 #   PREFIX/bin/ep_info          (only when EP_INFO_BIN names the built //tools:ep_info)
+#   and the Fortran binding (fortran/build_fortran.sh): PREFIX/include/ep/ep_f08.mod,
+#   PREFIX/lib/libep_fortran.so, PREFIX/lib/pkgconfig/ep-fortran.pc
 # Usage: [EP_INFO_BIN=path/to/ep_info] install_files.sh PREFIX LIBEP_SO EP_H
 set -euo pipefail
 
@@ -63,5 +65,16 @@ if [[ -n "${EP_INFO_BIN:-}" ]]; then
   install -m 0755 "$EP_INFO_BIN" "$prefix/bin/ep_info"
 fi
 # --- end: CMake package and ep_info (issue 34) -----------------------------------------------
+
+# ---- Fortran binding (module ep_f08; owner: fortran/) -------------------------------
+# Compiled here with mpifort, against the libep.so just installed.  The sources sit next
+# to this script in the tree (and in the runfiles of the tests that list //fortran:srcs).
+fortran_build="$(dirname "${BASH_SOURCE[0]}")/../fortran/build_fortran.sh"
+if [[ -f "$fortran_build" ]]; then
+  bash "$fortran_build" "$prefix"
+else
+  echo "install_files.sh: $fortran_build not found: Fortran binding not installed" >&2
+fi
+# ---- end of Fortran binding ----------------------------------------------------------
 
 echo "install_files.sh: installed libep into $prefix"

@@ -12,7 +12,7 @@ packages=(
   libbenchmark-dev                # Google Benchmark
   bazel-bootstrap bazel-platforms bazel-rules-java
   pkg-config g++
-  cmake make gfortran             # CMake package test (tests/cmake); libgomp comes with gcc
+  cmake make gfortran python3     # tests/cmake; the Fortran binding: mpifort, its generator (fortran/)
 )
 
 missing=()

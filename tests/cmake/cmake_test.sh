@@ -5,9 +5,9 @@
 #      CMAKE_PREFIX_PATH=PREFIX and runs it with 2 MPI processes x 2 endpoints;
 #   2. checks that the package, ep.pc and ep_info report the same version, and that
 #      find_package rejects versions 0.2 and 1.0;
-#   3. proves the ep::ep_fortran wiring on a copy of the prefix to which a stand-in ep_f08
-#      module (one subroutine, built here with mpifort) is added: it is found only with
-#      Fortran enabled, and an mpi_f08 program linking ep::ep_fortran builds and runs.
+#   3. builds FORTRAN_PROJECT_DIR (COMPONENTS Fortran, ep::ep_fortran: the installed
+#      ep_f08) and runs it on 2 processes; a copy of the prefix without the Fortran files
+#      refuses COMPONENTS Fortran with its reason.
 set -euo pipefail
 
 install_files=$1
@@ -97,41 +97,32 @@ CM
   [[ "$found" == "0" ]] || { echo "FAIL: find_package(ep $want) accepted $pkg_version ($found)"; fail=1; }
 done
 
-echo "--- 3. ep::ep_fortran wiring (stand-in ep_f08 in a copy of the prefix)"
-fprefix="$work/fprefix"
-cp -a "$prefix" "$fprefix"
-mkdir -p "$work/standin"
-cat >"$work/standin/ep_f08.f90" <<'F90'
-! Stand-in for the real ep_f08 module: enough to prove the CMake wiring of ep::ep_fortran.
-module ep_f08
-  implicit none
-contains
-  subroutine ep_f08_standin(value)
-    integer, intent(out) :: value
-    value = 42
-  end subroutine ep_f08_standin
-end module ep_f08
-F90
-(cd "$work/standin" && mpifort -fPIC -shared ep_f08.f90 -o "$fprefix/lib/libep_fortran.so" &&
-  install -m 0644 ep_f08.mod "$fprefix/include/ep/ep_f08.mod")
+echo "--- 3. ep::ep_fortran: a Fortran project against the installed ep_f08"
+for f in lib/libep_fortran.so include/ep/ep_f08.mod lib/pkgconfig/ep-fortran.pc; do
+  [[ -f "$prefix/$f" ]] || { echo "FAIL: missing $prefix/$f"; exit 1; }
+done
 cp -rL "$fortran_project" "$work/fsrc"
-cmake -S "$work/fsrc" -B "$work/fbuild" -DCMAKE_PREFIX_PATH="$fprefix" || {
+cmake -S "$work/fsrc" -B "$work/fbuild" -DCMAKE_PREFIX_PATH="$prefix" || {
   echo "FAIL: cmake configure of the Fortran project"
   exit 1
 }
 cmake --build "$work/fbuild" -- VERBOSE=1 || { echo "FAIL: cmake --build of the Fortran project"; exit 1; }
 fldd=$(ldd "$work/fbuild/fapp")
-for lib in "$fprefix/lib/libep_fortran.so" "$fprefix/lib/libep.so"; do
+for lib in "$prefix/lib/libep_fortran.so" "$prefix/lib/libep.so"; do
   grep -qF "$lib" <<<"$fldd" || { echo "FAIL: fapp does not resolve $lib"; echo "$fldd"; fail=1; }
 done
 run_mpi "$work/fout.txt" 2 "$work/fbuild/fapp"
-[[ $(grep -cxF "fapp: stand-in 42, world size 2" "$work/fout.txt" || true) -eq 2 ]] || {
-  echo "FAIL: expected 2 lines 'fapp: stand-in 42, world size 2'"
+[[ $(grep -cxF "fapp: size 2, sum of ranks 1" "$work/fout.txt" || true) -eq 2 ]] || {
+  echo "FAIL: expected 2 lines 'fapp: size 2, sum of ranks 1'"
   fail=1
 }
-# The real prefix (no Fortran files) has no ep::ep_fortran and refuses COMPONENTS Fortran.
+# A copy of the prefix without the Fortran files has no ep::ep_fortran and refuses
+# COMPONENTS Fortran, saying why.
+nprefix="$work/nofortran"
+cp -a "$prefix" "$nprefix"
+rm -f "$nprefix/lib/libep_fortran.so" "$nprefix/include/ep/ep_f08.mod"
 rm -rf "$work/fbuild2"
-if cmake -S "$work/fsrc" -B "$work/fbuild2" -DCMAKE_PREFIX_PATH="$prefix" >"$work/f2.log" 2>&1; then
+if cmake -S "$work/fsrc" -B "$work/fbuild2" -DCMAKE_PREFIX_PATH="$nprefix" >"$work/f2.log" 2>&1; then
   cat "$work/f2.log"
   echo "FAIL: COMPONENTS Fortran was found in a prefix without libep_fortran.so"
   fail=1
