@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                # Google Benchmark
   bazel-bootstrap bazel-platforms bazel-rules-java
   pkg-config g++
+  gnuplot-nox                     # the plots of tools/bench/report.sh
 )
 
 missing=()
