@@ -9,7 +9,7 @@
 #                (e.g. "Other builds ran on the machine at the time.")
 #   --quick      tiny sizes and repetitions, a check of the script itself: its figures
 #                are not worth keeping (README.md says so in its first lines)
-# What it runs (about 6-10 minutes on 2 cores with the default settings):
+# What it runs (about 4 minutes on 2 cores with the default settings):
 #   sweep_bench (mpiexec -n 2)   ping-pong latency and bandwidth, 8 B to 4 MiB, and the
 #                                8-byte message rate over 1, 2, 4 endpoint pairs,
 #                                libep against plain MPI;
@@ -103,6 +103,7 @@ pp() { awk -v s="$1" -v b="$2" -v c="$3" '$1 == "pp" && $2 == s && $3 == b { pri
 rate() { awk -v s="$1" -v k="$2" '$1 == "rate" && $2 == s && $3 == k { print $4 }' "$work/sweep.txt"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.2fx", a / b }'; }
 fmt() { awk -v x="$1" -v d="$2" 'BEGIN { if (x == "") print "-"; else printf "%." d "f", x }'; }
+bwf() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf(x < 10 ? "%.1f" : "%.0f", x) }'; }
 mps() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.2f", x / 1e6 }'; }
 max_pairs=$(awk 'END { print $1 }' "$work/rate.dat")
 big=1048576
@@ -116,7 +117,7 @@ headline() {
   echo "|---|---:|---:|---:|"
   echo "| 8 B latency, 2 endpoints of one process (MPI: 2 processes on the node) | $(fmt "$(pp ep_intra 8 4)" 2) us | $(fmt "$(pp mpi 8 4)" 2) us | $(ratio "$(pp ep_intra 8 4)" "$(pp mpi 8 4)") |"
   echo "| 8 B latency, 1 endpoint in each of 2 processes (MPI: ranks 0 and 1) | $(fmt "$(pp ep_inter 8 4)" 2) us | $(fmt "$(pp mpi 8 4)" 2) us | $(ratio "$(pp ep_inter 8 4)" "$(pp mpi 8 4)") |"
-  echo "| $(human $big) ping-pong bandwidth, 1 endpoint in each of 2 processes | $(fmt "$(pp ep_inter $big 7)" 0) MiB/s | $(fmt "$(pp mpi $big 7)" 0) MiB/s | $(ratio "$(pp ep_inter $big 7)" "$(pp mpi $big 7)") |"
+  echo "| $(human $big) ping-pong bandwidth, 1 endpoint in each of 2 processes | $(bwf "$(pp ep_inter $big 7)") MiB/s | $(bwf "$(pp mpi $big 7)") MiB/s | $(ratio "$(pp ep_inter $big 7)" "$(pp mpi $big 7)") |"
   echo "| 8 B message rate, $max_pairs endpoints per process streaming to $max_pairs in the other (MPI: $max_pairs threads per process) | $(mps "$(rate ep "$max_pairs")") M msg/s | $(mps "$(rate mpi_threads "$max_pairs")") M msg/s | $(ratio "$(rate ep "$max_pairs")" "$(rate mpi_threads "$max_pairs")") |"
 }
 
@@ -144,15 +145,16 @@ set output '$out_dir/latency.png'
 set label 2 'Ping-pong latency (one-way, median; bars: min-max of the repetitions)' at screen 0.5, screen 0.965 center font 'DejaVu Sans,13'
 set logscale x 2
 set logscale y 10
+# (the series are drawn a little apart along x, so that their bars do not hide each other)
 set xtics ($xtics)
 set mxtics 2
-set xrange [$(awk 'NR == 1 { a = $1 } END { print a / 1.3 ":" $1 * 1.3 }' "$work/pp.dat")]
+set xrange [$(awk 'NR == 1 { a = $1 } END { print a / 1.6 ":" $1 * 1.6 }' "$work/pp.dat")]
 set xlabel 'message size'
 set ylabel 'one-way latency (us)'
 set format y '%g'
-plot '$work/pp.dat' using 1:2:3:4 with yerrorlines ls 1 title 'libep, 2 endpoints of 1 process', \
+plot '$work/pp.dat' using (\$1/1.3):2:3:4 with yerrorlines ls 1 title 'libep, 2 endpoints of 1 process', \
      '' using 1:5:6:7 with yerrorlines ls 2 title 'libep, 1 endpoint in each of 2 processes', \
-     '' using 1:8:9:10 with yerrorlines ls 3 title 'MPI_Send/MPI_Recv, 2 processes on the node (baseline of both)'
+     '' using (\$1*1.3):8:9:10 with yerrorlines ls 3 title 'MPI_Send/MPI_Recv, 2 processes on the node (baseline of both)'
 set output '$out_dir/bandwidth.png'
 set label 2 'Ping-pong bandwidth (message size / one-way latency, median)' at screen 0.5, screen 0.965 center font 'DejaVu Sans,13'
 unset logscale y
@@ -172,8 +174,8 @@ set logscale x 2
 set xtics ($(awk '{ printf "%s\"%d\" %d", (NR > 1 ? ", " : ""), $1, $1 }' "$work/rate.dat"))
 set xrange [0.8:$(awk 'END { print $1 * 1.25 }' "$work/rate.dat")]
 set yrange [0:*]
-plot '$work/rate.dat' using 1:(\$2/1e6):(\$3/1e6):(\$4/1e6) with yerrorlines ls 1 title 'libep: endpoints per process', \
-     '' using 1:(\$5/1e6):(\$6/1e6):(\$7/1e6) with yerrorlines ls 3 title 'MPI: MPI_THREAD_MULTIPLE threads per process, one communicator each'
+plot '$work/rate.dat' using (\$1/1.04):(\$2/1e6):(\$3/1e6):(\$4/1e6) with yerrorlines ls 1 title 'libep: endpoints per process', \
+     '' using (\$1*1.04):(\$5/1e6):(\$6/1e6):(\$7/1e6) with yerrorlines ls 3 title 'MPI: MPI_THREAD_MULTIPLE threads per process, one communicator each'
 EOF
 
 # ---- the Markdown ------------------------------------------------------------------------------
@@ -196,8 +198,10 @@ md="$out_dir/README.md"
   busy=$(awk -v a="$load_start" -v b="$load_end" 'BEGIN { split(a, x, " "); split(b, y, " "); print (x[1] > 1 || y[1] > 1) }')
   if [[ $busy == 1 ]]; then
     echo "- the machine ran other work during the run (load average above 1): absolute"
-    echo "  times are noisy; compare the libep / MPI ratios, each measured in one run with"
-    echo "  repetitions interleaved."
+    echo "  times are noisy, and one figure's repetitions can differ by 100x or more when a"
+    echo "  measuring thread waits for its core (the min-max bars of the plots, the best"
+    echo "  repetitions in brackets below, every repetition's spread in sweep.txt); compare"
+    echo "  the libep / MPI ratios, each measured in one run with repetitions interleaved."
   fi
   echo
   echo "How to read: latencies are one-way (round trip / 2), medians over the repetitions;"
@@ -222,10 +226,21 @@ md="$out_dir/README.md"
   echo "measured in turn for every size in every repetition. Bandwidth = size / one-way"
   echo "latency (one message in flight)."
   echo
-  echo "| size | intra (us) | inter (us) | MPI (us) | intra / MPI | inter / MPI | intra (MiB/s) | inter (MiB/s) | MPI (MiB/s) |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-  while read -r b i1 _ _ i2 _ _ m _ _ bw1 bw2 bw3; do
-    echo "| $(human "$b") | $(fmt "$i1" 2) | $(fmt "$i2" 2) | $(fmt "$m" 2) | $(ratio "$i1" "$m") | $(ratio "$i2" "$m") | $(fmt "$bw1" 0) | $(fmt "$bw2" 0) | $(fmt "$bw3" 0) |"
+  echo "One-way latency in us: the median of the repetitions, the best (lowest) one in"
+  echo "brackets; the ratios are those of the medians, then of the best repetitions."
+  echo
+  echo "| size | intra | inter | MPI | intra / MPI | inter / MPI |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  while read -r b i1 i1min _ i2 i2min _ m mmin _ _; do
+    echo "| $(human "$b") | $(fmt "$i1" 2) ($(fmt "$i1min" 2)) | $(fmt "$i2" 2) ($(fmt "$i2min" 2)) | $(fmt "$m" 2) ($(fmt "$mmin" 2)) | $(ratio "$i1" "$m") ($(ratio "$i1min" "$mmin")) | $(ratio "$i2" "$m") ($(ratio "$i2min" "$mmin")) |"
+  done <"$work/pp.dat"
+  echo
+  echo "Bandwidth in MiB/s (size / median one-way latency):"
+  echo
+  echo "| size | intra | inter | MPI | intra / MPI | inter / MPI |"
+  echo "|---:|---:|---:|---:|---:|---:|"
+  while read -r b _ _ _ _ _ _ _ _ _ bw1 bw2 bw3; do
+    echo "| $(human "$b") | $(bwf "$bw1") | $(bwf "$bw2") | $(bwf "$bw3") | $(ratio "$bw1" "$bw3") | $(ratio "$bw2" "$bw3") |"
   done <"$work/pp.dat"
   echo
   echo "## Message rate against endpoints per process"
