@@ -71,6 +71,7 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 stamp="$started, commit $commit, $cores cores ($model), $kernel"
 
 # ---- the runs --------------------------------------------------------------------------------
+# shellcheck source=tools/bench/build_bench.sh
 source tools/bench/build_bench.sh
 build_bench sweep_bench
 echo "report.sh: $mpiexec -n 2 $exe ${sweep_args[*]}" >&2
@@ -117,7 +118,7 @@ headline() {
   echo "|---|---:|---:|---:|"
   echo "| 8 B latency, 2 endpoints of one process (MPI: 2 processes on the node) | $(fmt "$(pp ep_intra 8 4)" 2) us | $(fmt "$(pp mpi 8 4)" 2) us | $(ratio "$(pp ep_intra 8 4)" "$(pp mpi 8 4)") |"
   echo "| 8 B latency, 1 endpoint in each of 2 processes (MPI: ranks 0 and 1) | $(fmt "$(pp ep_inter 8 4)" 2) us | $(fmt "$(pp mpi 8 4)" 2) us | $(ratio "$(pp ep_inter 8 4)" "$(pp mpi 8 4)") |"
-  echo "| $(human $big) ping-pong bandwidth, 1 endpoint in each of 2 processes | $(bwf "$(pp ep_inter $big 7)") MiB/s | $(bwf "$(pp mpi $big 7)") MiB/s | $(ratio "$(pp ep_inter $big 7)" "$(pp mpi $big 7)") |"
+  echo "| $(human "$big") ping-pong bandwidth, 1 endpoint in each of 2 processes | $(bwf "$(pp ep_inter "$big" 7)") MiB/s | $(bwf "$(pp mpi "$big" 7)") MiB/s | $(ratio "$(pp ep_inter "$big" 7)" "$(pp mpi "$big" 7)") |"
   echo "| 8 B message rate, $max_pairs endpoints per process streaming to $max_pairs in the other (MPI: $max_pairs threads per process) | $(mps "$(rate ep "$max_pairs")") M msg/s | $(mps "$(rate mpi_threads "$max_pairs")") M msg/s | $(ratio "$(rate ep "$max_pairs")" "$(rate mpi_threads "$max_pairs")") |"
 }
 
