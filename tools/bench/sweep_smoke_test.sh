@@ -12,7 +12,7 @@ bench=$2
 sizes=(8 32 128 512)
 pairs=(1 2)
 
-out=$(bash "$wrapper" "$bench" 2 90 -- --min-bytes 8 --max-bytes 512 --factor 4 --reps 1 \
+out=$(bash "$wrapper" "$bench" 2 120 -- --min-bytes 8 --max-bytes 512 --factor 4 --reps 1 \
   --rep-seconds 0.01 --pairs 1,2)
 echo "$out"
 # Process 0's lines, without the wrapper's "[0] " prefix.
