@@ -218,7 +218,9 @@ Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
       [&](int64_t* m, MPI_Request* r) { CHECK(MPI_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r)); },
       [&](MPI_Request* r) { CHECK(MPI_Waitall(kWindow, r, MPI_STATUSES_IGNORE)); },
       [&](char* a, int tag) { CHECK(MPI_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
-      [&](char* a, int tag) { CHECK(MPI_Recv(a, 1, MPI_CHAR, peer, tag, comm, MPI_STATUS_IGNORE)); });
+      [&](char* a, int tag) {
+        CHECK(MPI_Recv(a, 1, MPI_CHAR, peer, tag, comm, MPI_STATUS_IGNORE));
+      });
 }
 
 // Runs fn(i) on n new threads and joins them.
@@ -258,7 +260,7 @@ struct Options {
         "       [--rep-seconds S] [--pairs LIST] [--phases pr]\n"
         "  --min-bytes N    smallest ping-pong message, >= 8 (default 8)\n"
         "  --max-bytes N    largest ping-pong message, < 2 GiB (default 4194304)\n"
-        "  --factor F       size step, >= 2 (default 2)\n"
+        "  --factor F       size step, 2-1024 (default 2)\n"
         "  --reps N         recorded repetitions per figure (default 5; +1 warm-up)\n"
         "  --rep-seconds S  timed duration of one repetition (default 0.05)\n"
         "  --pairs LIST     stream pairs of the rate phase, e.g. 1,2,4 (default; each 1-16)\n"
@@ -304,8 +306,8 @@ Options parse(int argc, char** argv) {
       usage(argv[0]);
     }
   }
-  if (o.min_bytes < 8 || o.max_bytes < o.min_bytes || o.max_bytes >= (1L << 31) ||
-      o.factor < 2 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty()) {
+  if (o.min_bytes < 8 || o.max_bytes < o.min_bytes || o.max_bytes >= (1L << 31) || o.factor < 2 ||
+      o.factor > 1024 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty()) {
     usage(argv[0]);
   }
   return o;
@@ -434,8 +436,9 @@ int main(int argc, char** argv) {
   CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, g_ctl));
   CHECK(EP_Finalize());
   if (p0) {
-    std::printf("# sweep_bench: %d recorded repetitions of ~%.3f s per figure (+1 warm-up), %.1f s\n",
-                opt.reps, opt.rep_seconds, total_s);
+    std::printf(
+        "# sweep_bench: %d recorded repetitions of ~%.3f s per figure (+1 warm-up), %.1f s\n",
+        opt.reps, opt.rep_seconds, total_s);
     std::string st;
     for (const std::string& s : steal) st += (st.empty() ? "" : ", ") + s;
     std::printf("# host steal time per phase: %s\n", st.empty() ? "n/a" : st.c_str());
