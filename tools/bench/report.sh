@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs libep's benchmark report and writes it into docs/bench/: README.md (every table,
 # stamped with the date, the machine and the commit), the plots latency.png,
-# bandwidth.png and rate.png (gnuplot), and sweep.txt (sweep_bench's raw output).
+# bandwidth.png and rate.png (gnuplot), sweep.txt (sweep_bench's raw output) and
+# headline.md (the four-row table README.md's "Benchmarks" section shows; copy it there
+# by hand with the run's date and commit).
 #
 # Usage: tools/bench/report.sh [--out DIR] [--note TEXT] [--quick]
 #   --out DIR    where to write (default docs/bench)
