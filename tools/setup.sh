@@ -13,6 +13,7 @@ packages=(
   bazel-bootstrap bazel-platforms bazel-rules-java
   pkg-config g++
   cmake make gfortran python3     # tests/cmake; the Fortran binding: mpifort, its generator (fortran/)
+  gnuplot-nox                     # the plots of tools/bench/report.sh
 )
 
 missing=()
