@@ -198,9 +198,11 @@ md="$out_dir/README.md"
   if [[ -n "$note" ]]; then
     echo "- conditions: $note"
   fi
-  busy=$(awk -v a="$load_start" -v b="$load_end" 'BEGIN { split(a, x, " "); split(b, y, " "); print (x[1] > 1 || y[1] > 1) }')
+  # The load at the end counts the benchmarks' own processes: only the start says
+  # whether other work was running.
+  busy=$(awk -v a="$load_start" 'BEGIN { split(a, x, " "); print (x[1] > 1) }')
   if [[ $busy == 1 ]]; then
-    echo "- the machine ran other work during the run (load average above 1): absolute"
+    echo "- the machine ran other work when the run began (load average above 1): absolute"
     echo "  times are noisy, and one figure's repetitions can differ by 100x or more when a"
     echo "  measuring thread waits for its core (the min-max bars of the plots, the best"
     echo "  repetitions in brackets below, every repetition's spread in sweep.txt); compare"
