@@ -69,11 +69,19 @@
 #include <vector>
 
 #include "tools/bench/bench_util.h"
+#include "tools/bench/kernels.h"
 
 namespace {
 
 using ep_bench::median;
 using ep_bench::now_s;
+using ep_bench::Budget;
+using ep_bench::is_last;
+using ep_bench::kAckTag;
+using ep_bench::kReadyTag;
+using ep_bench::kWindow;
+using ep_bench::Measure;
+using ep_bench::stream;
 
 #define CHECK_EP(call)                                                                           \
   do {                                                                                           \
@@ -100,9 +108,6 @@ using ep_bench::now_s;
   } while (0)
 
 constexpr int kTag = 7;
-constexpr int kReadyTag = 8;
-constexpr int kAckTag = 9;
-constexpr int kWindow = 64;
 constexpr int kExtraComms = 1000;
 constexpr int kChurnDups = 10000, kChurnSplits = 1000;
 
@@ -204,24 +209,6 @@ class Team {
 // decides when to stop and tells its peer in-band, in the payload of the last
 // message, so both sides always agree on the iteration count.
 
-struct Budget {
-  double seconds = 0.3;  // timed part of one repetition
-  long min_iters = 20;   // timed round trips / windows, at least
-  long max_iters = 1000000;
-  long warm = 50;  // untimed round trips / windows first
-};
-
-struct Measure {
-  double value = 0;  // one-way latency (s) or elapsed time (s); 0 on the passive side
-  long iters = 0;    // timed round trips or windows
-};
-
-// Decides, before round trip / window i, whether it is the last one.
-bool is_last(long i, double t0, const Budget& b) {
-  if (i < b.warm + b.min_iters - 1) return false;
-  return i + 1 >= b.warm + b.max_iters || now_s() - t0 >= b.seconds;
-}
-
 // One ping-pong repetition.  send/recv move one 8-byte message; payload 0 means "last".
 template <class Send, class Recv>
 Measure pingpong(bool first, const Budget& b, Send send, Recv recv) {
@@ -308,36 +295,6 @@ Measure atomic_pingpong(PaddedAtomic& w, int who, const Budget& b) {
       long timed = i - b.warm + 1;
       return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
     }
-  }
-}
-
-// One stream: windows of kWindow 8-byte messages, each window acknowledged by 1 message.
-// The sender returns its elapsed time over the timed windows.
-template <class Req, class Isend, class Irecv, class Waitall, class Send, class Recv>
-Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall waitall, Send send,
-               Recv recv) {
-  int64_t buf[kWindow];
-  Req req[kWindow];
-  char ack = 0;
-  if (!sender) {
-    send(&ack, kReadyTag);
-    for (;;) {
-      for (int j = 0; j < kWindow; ++j) irecv(&buf[j], &req[j]);
-      waitall(req);
-      send(&ack, kAckTag);
-      if (buf[kWindow - 1] == 0) return {};  // non-overtaking: the window's last message
-    }
-  }
-  recv(&ack, kReadyTag);
-  double t0 = now_s();
-  for (long w = 0;; ++w) {
-    if (w == b.warm) t0 = now_s();
-    const bool last = is_last(w, t0, b);
-    for (int j = 0; j < kWindow; ++j) buf[j] = last ? 0 : 1;
-    for (int j = 0; j < kWindow; ++j) isend(&buf[j], &req[j]);
-    waitall(req);
-    recv(&ack, kAckTag);
-    if (last) return {now_s() - t0, w - b.warm + 1};
   }
 }
 

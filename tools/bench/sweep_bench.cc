@@ -51,14 +51,19 @@
 #include <vector>
 
 #include "tools/bench/bench_util.h"
+#include "tools/bench/kernels.h"
 
 namespace {
 
 using ep_bench::median;
 using ep_bench::now_s;
+using ep_bench::Budget;
+using ep_bench::is_last;
+using ep_bench::kWindow;
+using ep_bench::Measure;
+using ep_bench::stream;
 
-constexpr int kTag = 7, kReadyTag = 8, kAckTag = 9;
-constexpr int kWindow = 64;
+constexpr int kTag = 7;
 constexpr unsigned char kPattern = 0x5a;  // every payload byte after the 8-byte flag
 
 int g_rank = 0;
@@ -84,23 +89,6 @@ void lazy_barrier() {
     if (flag) return;
     sleep_us(200);
   }
-}
-
-struct Budget {
-  double seconds = 0.05;  // timed part of one repetition
-  long min_iters = 5;     // timed round trips / windows, at least
-  long warm = 20;         // untimed round trips / windows first
-};
-
-struct Measure {
-  double value = 0;  // one-way latency or elapsed time (s); 0 on the passive side
-  long iters = 0;    // timed round trips or windows
-};
-
-// Whether round trip / window i (warm-up included) is the last one.
-bool is_last(long i, double t0, const Budget& b) {
-  if (i < b.warm + b.min_iters - 1) return false;
-  return now_s() - t0 >= b.seconds;
 }
 
 // The flag in a payload's first 8 bytes: 0 marks the last message.
@@ -168,36 +156,10 @@ Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Bu
       });
 }
 
-// One stream repetition: windows of kWindow 8-byte messages, each acknowledged by one
-// 1-byte message.  The sender returns its elapsed time over the timed windows.
-template <class Req, class Isend, class Irecv, class Waitall, class Send, class Recv>
-Measure stream(bool sender, const Budget& b, Isend isend, Irecv irecv, Waitall waitall, Send send,
-               Recv recv) {
-  int64_t buf[kWindow];
-  Req req[kWindow];
-  char ack = 0;
-  if (!sender) {
-    send(&ack, kReadyTag);
-    for (;;) {
-      for (int j = 0; j < kWindow; ++j) irecv(&buf[j], &req[j]);
-      waitall(req);
-      send(&ack, kAckTag);
-      for (int j = 0; j + 1 < kWindow; ++j) {
-        if (buf[j] != buf[kWindow - 1]) g_checks_ok = false;  // one window, one flag
-      }
-      if (buf[kWindow - 1] == 0) return {};  // non-overtaking: the window's last message
-    }
-  }
-  recv(&ack, kReadyTag);
-  double t0 = now_s();
-  for (long w = 0;; ++w) {
-    if (w == b.warm) t0 = now_s();
-    const bool last = is_last(w, t0, b);
-    for (int j = 0; j < kWindow; ++j) buf[j] = last ? 0 : 1;
-    for (int j = 0; j < kWindow; ++j) isend(&buf[j], &req[j]);
-    waitall(req);
-    recv(&ack, kAckTag);
-    if (last) return {now_s() - t0, w - b.warm + 1};
+// Records a window whose messages differ (each window's messages carry one flag).
+void check_window(const int64_t* buf) {
+  for (int j = 0; j + 1 < kWindow; ++j) {
+    if (buf[j] != buf[kWindow - 1]) g_checks_ok = false;
   }
 }
 
@@ -208,7 +170,8 @@ Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
       [&](int64_t* m, EP_Request* r) { CHECK(EP_Irecv(m, 8, MPI_BYTE, peer, kTag, comm, r)); },
       [&](EP_Request* r) { CHECK(EP_Waitall(kWindow, r, EP_STATUSES_IGNORE)); },
       [&](char* a, int tag) { CHECK(EP_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
-      [&](char* a, int tag) { CHECK(EP_Recv(a, 1, MPI_CHAR, peer, tag, comm, EP_STATUS_IGNORE)); });
+      [&](char* a, int tag) { CHECK(EP_Recv(a, 1, MPI_CHAR, peer, tag, comm, EP_STATUS_IGNORE)); },
+      check_window);
 }
 
 Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
@@ -220,7 +183,8 @@ Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
       [&](char* a, int tag) { CHECK(MPI_Send(a, 1, MPI_CHAR, peer, tag, comm)); },
       [&](char* a, int tag) {
         CHECK(MPI_Recv(a, 1, MPI_CHAR, peer, tag, comm, MPI_STATUS_IGNORE));
-      });
+      },
+      check_window);
 }
 
 // Runs fn(i) on n new threads and joins them.
@@ -359,6 +323,7 @@ int main(int argc, char** argv) {
         const size_t bytes = static_cast<size_t>(sizes[k]);
         Budget b;
         b.seconds = opt.rep_seconds;
+        b.min_iters = 5;
         b.warm = bytes <= (64 << 10) ? 20 : 2;
         lazy_barrier();
         sleep_us(20000);  // the progress threads back off into their idle sleep
@@ -390,6 +355,7 @@ int main(int argc, char** argv) {
   if (opt.has('r')) {
     Budget b;
     b.seconds = opt.rep_seconds;
+    b.min_iters = 5;
     b.warm = 5;
     for (size_t q = 0; q < opt.pairs.size(); ++q) {
       const int k = opt.pairs[q];
