@@ -64,52 +64,26 @@ program api
   use ep_f08
   use omp_lib
   use api_callbacks
+  use ep_ftest
   implicit none
-  integer :: provided, wrank, nep, nfail, ierr, nendpoints
-  type(EP_Comm), allocatable :: comms(:)
 
-  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided)
-  call MPI_Comm_rank(MPI_COMM_WORLD, wrank)
-  call EP_Init(ierr)
-  if (ierr /= EP_SUCCESS) error stop "EP_Init failed"
-  nep = 2 + mod(wrank, 2)
-  allocate(comms(nep))
-  call EP_Comm_create_endpoints(MPI_COMM_WORLD, nep, MPI_INFO_NULL, comms, ierr)
-  if (ierr /= EP_SUCCESS) error stop "EP_Comm_create_endpoints failed"
-  nfail = 0
-  !$omp parallel num_threads(nep) reduction(+:nfail)
-  if (omp_get_num_threads() /= nep) nfail = nfail + 1
-  call endpoint(comms(omp_get_thread_num() + 1), nfail)
-  !$omp end parallel
-  ! Each endpoint freed one duplicate holding the attribute (its original holds it too).
-  if (deletes /= 2 * nep) then
-    print '(a, i0, a, i0)', 'api: delete callbacks ran ', deletes, ' times, expected ', 2 * nep
-    nfail = nfail + 1
-  end if
-  if (frees /= nep) then
-    print '(a, i0, a, i0)', 'api: free callbacks ran ', frees, ' times, expected ', nep
-    nfail = nfail + 1
-  end if
-  call EP_Finalize(ierr)
-  if (nfail /= 0 .or. ierr /= EP_SUCCESS) then
-    print '(a, i0, a, i0, a)', 'api: process ', wrank, ': ', nfail, ' FAILED checks'
-    call MPI_Abort(MPI_COMM_WORLD, 1)
-  end if
-  if (wrank == 0) print '(a)', 'api: PASS'
-  call MPI_Finalize()
+  call run_endpoints('api', 2, 3, endpoint, after_endpoints)
 
 contains
 
-  subroutine check(ok, what, rank, nfail)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: rank
+  ! Every endpoint's callbacks ran: two attribute deletes and one generalized request free.
+  subroutine after_endpoints(nep, nfail)
+    integer, intent(in) :: nep
     integer, intent(inout) :: nfail
-    if (.not. ok) then
+    if (deletes /= 2 * nep) then
+      print '(a, i0, a, i0)', 'api: delete callbacks ran ', deletes, ' times, expected ', 2 * nep
       nfail = nfail + 1
-      print '(2a, i0, 2a)', 'api', ': endpoint ', rank, ': FAILED: ', what
     end if
-  end subroutine check
+    if (frees /= nep) then
+      print '(a, i0, a, i0)', 'api: free callbacks ran ', frees, ' times, expected ', nep
+      nfail = nfail + 1
+    end if
+  end subroutine after_endpoints
 
   subroutine endpoint(comm, nfail)
     type(EP_Comm), intent(inout) :: comm

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Usage: fortran_test.sh INSTALL_FILES_SH LIBEP_SO EP_H PROGRAM.f90...
+# Usage: fortran_test.sh INSTALL_FILES_SH LIBEP_SO EP_H HARNESS.f90 PROGRAM.f90...
 # Installs libep and its Fortran binding into a temporary prefix, checks that module
 # ep_f08 makes every name of ep.h public, builds each Fortran program with
-# mpifort -fopenmp $(pkg-config --cflags --libs ep-fortran) as a user would, and runs it
+# mpifort -fopenmp $(pkg-config --cflags --libs ep-fortran) as a user would (with
+# HARNESS.f90, module ep_ftest: the frame they share), and runs it
 # with 1, 2 and 3 MPI processes; each program checks its values and exits non-zero (or
 # aborts) on a mismatch.
 set -euo pipefail
@@ -10,7 +11,8 @@ set -euo pipefail
 install_files=$1
 libep_so=$2
 ep_h=$3
-shift 3
+harness="$(cd "$(dirname "$4")" && pwd)/$(basename "$4")"
+shift 4
 programs=()
 for src in "$@"; do programs+=("$(cd "$(dirname "$src")" && pwd)/$(basename "$src")"); done
 
@@ -50,8 +52,9 @@ for src in "${programs[@]}"; do
   prog=$(basename "$src" .f90)
   echo "--- build $prog"
   cp "$src" "$prog.f90"
+  cp "$harness" ftest.f90
   # shellcheck disable=SC2086
-  mpifort -fopenmp -O1 -Wall "$prog.f90" $flags -o "$prog"
+  mpifort -fopenmp -O1 -Wall ftest.f90 "$prog.f90" $flags -o "$prog"
   ldd_out=$(ldd "./$prog")
   grep -qF "$prefix/lib/libep_fortran.so" <<<"$ldd_out" || {
     echo "FAIL: $prog does not resolve libep_fortran.so from $prefix/lib"

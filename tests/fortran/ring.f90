@@ -4,43 +4,12 @@ program ring
   use mpi_f08
   use ep_f08
   use omp_lib
+  use ep_ftest
   implicit none
-  integer :: provided, wrank, nep, nfail, ierr
-  type(EP_Comm), allocatable :: comms(:)
 
-  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided)
-  call MPI_Comm_rank(MPI_COMM_WORLD, wrank)
-  call EP_Init(ierr)
-  if (ierr /= EP_SUCCESS) error stop "EP_Init failed"
-  nep = 2 + mod(wrank, 2)
-  allocate(comms(nep))
-  call EP_Comm_create_endpoints(MPI_COMM_WORLD, nep, MPI_INFO_NULL, comms, ierr)
-  if (ierr /= EP_SUCCESS) error stop "EP_Comm_create_endpoints failed"
-  nfail = 0
-  !$omp parallel num_threads(nep) reduction(+:nfail)
-  if (omp_get_num_threads() /= nep) nfail = nfail + 1
-  call endpoint(comms(omp_get_thread_num() + 1), nfail)
-  !$omp end parallel
-  call EP_Finalize(ierr)
-  if (nfail /= 0 .or. ierr /= EP_SUCCESS) then
-    print '(a, i0, a, i0, a)', 'ring: process ', wrank, ': ', nfail, ' FAILED checks'
-    call MPI_Abort(MPI_COMM_WORLD, 1)
-  end if
-  if (wrank == 0) print '(a)', 'ring: PASS'
-  call MPI_Finalize()
+  call run_endpoints('ring', 2, 3, endpoint)
 
 contains
-
-  subroutine check(ok, what, rank, nfail)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    integer, intent(in) :: rank
-    integer, intent(inout) :: nfail
-    if (.not. ok) then
-      nfail = nfail + 1
-      print '(2a, i0, 2a)', 'ring', ': endpoint ', rank, ': FAILED: ', what
-    end if
-  end subroutine check
 
   subroutine endpoint(comm, nfail)
     type(EP_Comm), intent(inout) :: comm
