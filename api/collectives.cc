@@ -7,6 +7,7 @@
 #include <numeric>
 #include <vector>
 
+#include "api/collectives_common.h"
 #include "api/collectives_inter.h"
 #include "api/entry.h"
 #include "collectives/coll.h"
@@ -18,23 +19,6 @@ using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point he
 using ep::collectives::Kind;
 using ep::collectives::OpArgs;
 using ep::collectives::Part;
-
-// Starts the operation; a blocking call (request == nullptr) waits for it.
-int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request) {
-  int err = EP_SUCCESS;
-  if (request == nullptr && ep::collectives::run_fast(ep, kind, part, a, &err)) return err;
-  Request* r = ep::collectives::start(ep, kind, std::move(part), a);
-  set_request_errhandler(r, ep);
-  if (request != nullptr) {
-    *request = reinterpret_cast<EP_Request>(r);
-    return EP_SUCCESS;
-  }
-  ep::runtime::request_wait(r);
-  err = r->status.EP_ERROR;
-  if (r->mpi_error != MPI_SUCCESS) ep::runtime::report_mpi_failure(r, "the collective");
-  ep::runtime::request_unref(r);
-  return err;
-}
 
 int intra_only(Endpoint* ep, const char* call) {
   if (!ep->comm->inter) return EP_SUCCESS;
@@ -51,49 +35,6 @@ int check_root(Endpoint* ep, int root, const char* call) {
                 ep->comm->size);
   }
   return EP_SUCCESS;
-}
-
-int check_op(MPI_Op op, const char* call) {
-  return op == MPI_OP_NULL ? fail(EP_ERR_OP, call, "op is MPI_OP_NULL") : EP_SUCCESS;
-}
-
-// A (buffer, count, datatype) argument triple named `what` ("send", "receive").
-int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* what,
-                 const char* call) {
-  if (count < 0) return fail(EP_ERR_COUNT, call, "%s count %d is negative", what, count);
-  // The callers let EP_IN_PLACE through only where MPI allows it.
-  if (buf == EP_IN_PLACE) {
-    return fail(EP_ERR_BUFFER, call, "%sbuffer is EP_IN_PLACE, which MPI does not allow here",
-                what);
-  }
-  if (!ep::runtime::describe(type, ti)) {
-    return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
-  }
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
-    return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count is %d", what, count);
-  }
-  return EP_SUCCESS;
-}
-
-int check_counts(const int* counts, const int* displs, int n, const char* what, const char* call) {
-  if (counts == nullptr || displs == nullptr) {
-    return fail(EP_ERR_ARG, call, "%scounts or displacements are NULL", what);
-  }
-  for (int i = 0; i < n; ++i) {
-    if (counts[i] < 0) {
-      return fail(EP_ERR_COUNT, call, "%scount %d (for rank %d) is negative", what, counts[i], i);
-    }
-  }
-  return EP_SUCCESS;
-}
-
-std::vector<int> uniform(int n, int count) {
-  return std::vector<int>(static_cast<size_t>(n), count);
-}
-std::vector<int> strided(int n, int count) {
-  std::vector<int> d(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) d[i] = i * count;
-  return d;
 }
 
 int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
@@ -126,7 +67,7 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
   Part p;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run(ep, kind, std::move(p), a, request));
+  return handle(ep, run_collective(ep, kind, std::move(p), a, request));
 }
 
 int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Request* request,
@@ -145,7 +86,7 @@ int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Re
   p.rcount = count;
   p.rtype = type;
   p.rti = ti;
-  return handle(ep, run(ep, Kind::kBcast, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kBcast, std::move(p), a, request));
 }
 
 // Gather(v) and Allgather(v): rcounts/displs (nullptr: uniform rcount) matter at
@@ -195,7 +136,7 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
+  return handle(ep, run_collective(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
 }
 
 int scatter(const void* sbuf, int scount, const int* scounts, const int* displs, MPI_Datatype stype,
@@ -240,7 +181,7 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, Kind::kScatter, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kScatter, std::move(p), a, request));
 }
 
 int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datatype stype,
@@ -285,7 +226,7 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
   p.stype = stype;
   p.rbuf = rbuf;
   p.rtype = rtype;
-  return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
 }
 
 // The per-peer datatypes of Alltoallw, described into *tis.
@@ -357,7 +298,7 @@ int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MP
   if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
 }
 
 int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount, MPI_Datatype type,
@@ -403,13 +344,13 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
     // MPI: the input is the whole vector in recvbuf, the result its first block.
     p.sbuf = rbuf;
   }
-  return handle(ep, run(ep, Kind::kReduceScatter, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kReduceScatter, std::move(p), a, request));
 }
 
 int ibarrier(EP_Comm comm, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   if (ep->comm->inter) return inter_barrier(ep, request, call);
-  return handle(ep, run(ep, Kind::kBarrier, Part(), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kBarrier, Part(), OpArgs(), request));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/collectives_common.h"
 #include "api/entry.h"
 #include "collectives/coll.h"
 
@@ -16,21 +17,6 @@ namespace {
 using ep::collectives::Kind;
 using ep::collectives::OpArgs;
 using ep::collectives::Part;
-
-// Starts the operation; a blocking call (request == nullptr) waits for it.
-int run(Endpoint* ep, Kind kind, Part part, const OpArgs& a, EP_Request* request) {
-  Request* r = ep::collectives::start(ep, kind, std::move(part), a);
-  set_request_errhandler(r, ep);
-  if (request != nullptr) {
-    *request = reinterpret_cast<EP_Request>(r);
-    return EP_SUCCESS;
-  }
-  ep::runtime::request_wait(r);
-  int err = r->status.EP_ERROR;
-  if (r->mpi_error != MPI_SUCCESS) ep::runtime::report_mpi_failure(r, "the collective");
-  ep::runtime::request_unref(r);
-  return err;
-}
 
 // A root argument: EP_ROOT, EP_PROC_NULL or a rank of the remote group.
 int check_root(Endpoint* ep, int root, const char* call) {
@@ -54,42 +40,16 @@ int no_in_place(const void* sbuf, const void* rbuf, const char* call) {
   return EP_SUCCESS;
 }
 
-int check_op(MPI_Op op, const char* call) {
-  return op == MPI_OP_NULL ? fail(EP_ERR_OP, call, "op is MPI_OP_NULL") : EP_SUCCESS;
-}
-
-// A (buffer, count, datatype) triple named `what` ("send ", "receive ").
-int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* what,
-                 const char* call) {
-  int err = check_count(count, what, call);
-  if (err != EP_SUCCESS) return err;
-  if (!ep::runtime::describe(type, ti)) {
-    return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
-  }
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
-    return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count is %d", what, count);
-  }
-  return EP_SUCCESS;
-}
-
 // Per-remote-rank counts and displacements (`vector`), or `count` each, strided.
 int fill_counts(const int* counts, const int* displs, int count, int n, bool vector,
                 std::vector<int>* cv, std::vector<int>* dv, const char* what, const char* call) {
   if (!vector) {
-    cv->assign(static_cast<size_t>(n), count);
-    dv->resize(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) (*dv)[static_cast<size_t>(i)] = i * count;
+    *cv = uniform(n, count);
+    *dv = strided(n, count);
     return EP_SUCCESS;
   }
-  if (counts == nullptr || displs == nullptr) {
-    return fail(EP_ERR_ARG, call, "%scounts or displacements are NULL", what);
-  }
-  for (int i = 0; i < n; ++i) {
-    if (counts[i] < 0) {
-      return fail(EP_ERR_COUNT, call, "%scount %d (for remote rank %d) is negative", what,
-                  counts[i], i);
-    }
-  }
+  const int err = check_counts(counts, displs, n, what, call);
+  if (err != EP_SUCCESS) return err;
   cv->assign(counts, counts + n);
   dv->assign(displs, displs + n);
   return EP_SUCCESS;
@@ -105,7 +65,7 @@ int vector_triple(const void* buf, const std::vector<int>& counts, MPI_Datatype 
 }  // namespace
 
 int inter_barrier(Endpoint* ep, EP_Request* request, const char* /*call*/) {
-  return handle(ep, run(ep, Kind::kBarrier, Part(), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kBarrier, Part(), OpArgs(), request));
 }
 
 int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, int root,
@@ -123,7 +83,7 @@ int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, int root,
   p.rtype = type;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, Kind::kBcast, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kBcast, std::move(p), a, request));
 }
 
 int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
@@ -150,7 +110,7 @@ int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype,
   p.rtype = rtype;
   OpArgs a;
   a.root = all ? 0 : root;
-  return handle(ep, run(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
+  return handle(ep, run_collective(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
 }
 
 int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts, const int* displs,
@@ -176,7 +136,7 @@ int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run(ep, Kind::kScatter, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kScatter, std::move(p), a, request));
 }
 
 int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scounts,
@@ -201,7 +161,7 @@ int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scount
   p.stype = stype;
   p.rbuf = rbuf;
   p.rtype = rtype;
-  return handle(ep, run(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
 }
 
 namespace {
@@ -247,7 +207,7 @@ int inter_alltoallw(Endpoint* ep, const void* sbuf, const int* scounts, const in
   if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
+  return handle(ep, run_collective(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
 }
 
 int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
@@ -271,7 +231,7 @@ int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Data
   Part p;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run(ep, all ? Kind::kAllreduce : Kind::kReduce, std::move(p), a, request));
+  return handle(ep, run_collective(ep, all ? Kind::kAllreduce : Kind::kReduce, std::move(p), a, request));
 }
 
 int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* rcounts, int rcount,
@@ -310,7 +270,7 @@ int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* 
   a.type = type;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run(ep, Kind::kReduceScatter, std::move(p), a, request));
+  return handle(ep, run_collective(ep, Kind::kReduceScatter, std::move(p), a, request));
 }
 
 }  // namespace ep::api

@@ -1,0 +1,43 @@
+// collectives_common.h - what the collective entry points of collectives.cc (every
+// communicator) and collectives_inter.cc (the intercommunicator paths) share: starting
+// an operation, and the argument checks whose meaning does not depend on the kind of
+// communicator.
+//
+// Threading: the caller's thread, holding ep.  Memory ordering: none of its own (the
+// engine's: collectives/engine.h).
+#ifndef EP_API_COLLECTIVES_COMMON_H_
+#define EP_API_COLLECTIVES_COMMON_H_
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "api/entry.h"
+#include "collectives/coll.h"
+
+namespace ep::api {
+
+// Starts the collective; a blocking call (request == nullptr) takes the blocking fast
+// path where it applies (collectives/fast.h), else waits for the operation.  Returns the
+// code before the error handler (the caller applies handle()).
+int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+                   const collectives::OpArgs& a, EP_Request* request);
+
+// MPI_OP_NULL is EP_ERR_OP.
+int check_op(MPI_Op op, const char* call);
+// A (buffer, count, datatype) triple named `what` ("send ", "receive ", or ""): a negative
+// count is EP_ERR_COUNT, EP_IN_PLACE EP_ERR_BUFFER (callers let it through only where
+// MPI allows it), an invalid or uncommitted datatype EP_ERR_TYPE, a NULL buffer with data
+// EP_ERR_BUFFER.  Fills *ti.
+int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, const char* what,
+                 const char* call);
+// Per-peer counts and displacements: NULL arrays are EP_ERR_ARG, a negative count
+// EP_ERR_COUNT naming the peer.
+int check_counts(const int* counts, const int* displs, int n, const char* what, const char* call);
+// n counts of `count`; their displacements packed one after another.
+std::vector<int> uniform(int n, int count);
+std::vector<int> strided(int n, int count);
+
+}  // namespace ep::api
+
+#endif  // EP_API_COLLECTIVES_COMMON_H_
