@@ -200,32 +200,13 @@ class AlltoallOp final : public InterOp {
         BlobWriter& x = w[c->remote_frag_of[d]];
         x.put<int>(p.rank);
         x.put<int>(d);
-        x.put_bytes(w_ ? pack_n(static_cast<const char*>(p.sbuf) + p.sdispls[d], p.scounts[d],
-                                p.stypes[d], p.stis[d])
-                       : pack_n(elem(p.sbuf, p.sdispls[d], p.sti), p.scounts[d], p.stype, p.sti));
+        x.put_bytes(pack_peer_block(p, /*receive_side=*/false, w_, d));
       }
     }
     take_out_for(w);
     exchange_all();
   }
-  void finish() override {
-    for (const std::string& blob : in) {
-      BlobReader rd(blob);
-      while (!rd.done()) {
-        const int src = rd.get<int>();
-        const int dst = rd.get<int>();
-        std::string b = rd.get_bytes();
-        Part* p = part_of_rank(*this, dst);
-        if (p == nullptr) continue;
-        if (w_) {
-          unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
-                   p->rtypes[src], p->rtis[src]);
-        } else {
-          unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
-        }
-      }
-    }
-  }
+  void finish() override { unpack_peer_blocks(*this, w_); }
 
  private:
   bool w_;

@@ -50,6 +50,13 @@ void for_ranked(const std::string& blob, F&& f) {
   }
 }
 
+// All-to-all blocks (ops.cc; the intra- and intercommunicator Alltoall(v,w)): peer d's
+// block of a part, packed - its send side, or its receive side (EP_IN_PLACE) - with the
+// part's datatype (`w`: Alltoallw, the peer's datatype at a byte displacement); and the
+// unpacking of every received (source, destination, bytes) record into the parts.
+std::string pack_peer_block(const Part& p, bool receive_side, bool w, int d);
+void unpack_peer_blocks(CollOp& op, bool w);
+
 // The reduction families (ops_reduce.cc): Reduce, Allreduce, Reduce_scatter(_block)
 // for `kind`; Scan (exclusive: Exscan).
 std::unique_ptr<CollOp> make_reduce_op(Kind kind);

@@ -12,10 +12,43 @@
 #include "runtime/exchange.h"
 
 namespace ep::collectives {
-namespace {
 
 using runtime::BlobReader;
 using runtime::BlobWriter;
+
+std::string pack_peer_block(const Part& p, bool receive_side, bool w, int d) {
+  const void* base = receive_side ? p.rbuf : p.sbuf;
+  const std::vector<int>& cnt = receive_side ? p.rcounts : p.scounts;
+  const std::vector<int>& dsp = receive_side ? p.rdispls : p.sdispls;
+  if (w) {
+    const std::vector<MPI_Datatype>& ts = receive_side ? p.rtypes : p.stypes;
+    const std::vector<TypeInfo>& tis = receive_side ? p.rtis : p.stis;
+    return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], ts[d], tis[d]);
+  }
+  const TypeInfo& ti = receive_side ? p.rti : p.sti;
+  return pack_n(elem(base, dsp[d], ti), cnt[d], receive_side ? p.rtype : p.stype, ti);
+}
+
+void unpack_peer_blocks(CollOp& op, bool w) {
+  for (const std::string& blob : op.in) {
+    BlobReader rd(blob);
+    while (!rd.done()) {
+      const int src = rd.get<int>();
+      const int dst = rd.get<int>();
+      std::string b = rd.get_bytes();
+      Part* p = part_of_rank(op, dst);
+      if (p == nullptr) continue;
+      if (w) {
+        unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
+                 p->rtypes[src], p->rtis[src]);
+      } else {
+        unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+      }
+    }
+  }
+}
+
+namespace {
 
 class BarrierOp final : public CollOp {
  public:
@@ -114,43 +147,15 @@ class AlltoallOp final : public CollOp {
         BlobWriter& x = w[c->frag_of[d]];
         x.put<int>(p.rank);
         x.put<int>(d);
-        x.put_bytes(in_place ? pack_block(p.rbuf, p.rcounts, p.rdispls, p.rtype, p.rti, p.rtypes,
-                                          p.rtis, d)
-                             : pack_block(p.sbuf, p.scounts, p.sdispls, p.stype, p.sti, p.stypes,
-                                          p.stis, d));
+        x.put_bytes(pack_peer_block(p, in_place, w_, d));
       }
     }
     out_for.clear();
     for (BlobWriter& x : w) out_for.push_back(x.take());
   }
-  void finish() override {
-    for (const std::string& blob : in) {
-      BlobReader rd(blob);
-      while (!rd.done()) {
-        int src = rd.get<int>();
-        int dst = rd.get<int>();
-        std::string b = rd.get_bytes();
-        Part* p = part_of_rank(*this, dst);
-        if (p == nullptr) continue;
-        if (w_) {
-          unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
-                   p->rtypes[src], p->rtis[src]);
-        } else {
-          unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
-        }
-      }
-    }
-  }
+  void finish() override { unpack_peer_blocks(*this, w_); }
 
  private:
-  // Block `d` of one side (send, or receive under EP_IN_PLACE), packed.
-  std::string pack_block(const void* base, const std::vector<int>& cnt,
-                         const std::vector<int>& dsp, MPI_Datatype t, const TypeInfo& ti,
-                         const std::vector<MPI_Datatype>& ts, const std::vector<TypeInfo>& tis,
-                         int d) const {
-    if (w_) return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], ts[d], tis[d]);
-    return pack_n(elem(base, dsp[d], ti), cnt[d], t, ti);
-  }
   bool w_;
 };
 
