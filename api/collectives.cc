@@ -1,9 +1,10 @@
 // collectives.cc - the C entry points of the collectives: argument checks and dispatch.
 //
-// Every check here is one that all endpoints of the communicator make alike (root,
-// counts, datatypes, op, communicator kind), so a bad call fails at every endpoint
-// before any communication and none waits for the others.  Arguments MPI calls
-// significant only at the root are checked only there.
+// An endpoint whose arguments fail a check returns the error but still takes part in
+// the collective, contributing and receiving nothing (run_or_join; collectives/engine.h,
+// "Erroneous endpoints"), so the other endpoints complete the call and the communicator
+// stays usable.  Arguments MPI calls significant only at the root are checked only there.
+#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -26,25 +27,32 @@ int intra_only(Endpoint* ep, const char* call) {
               "comm is an intercommunicator (MPI defines no scan on intercommunicators)");
 }
 
+bool root_ok(Endpoint* ep, int root) { return root >= 0 && root < ep->comm->size; }
+
 int check_root(Endpoint* ep, int root, const char* call) {
   if (root == EP_ROOT) {
     return fail(EP_ERR_ROOT, call, "root EP_ROOT is only valid on an intercommunicator");
   }
-  if (root < 0 || root >= ep->comm->size) {
+  if (!root_ok(ep, root)) {
     return fail(EP_ERR_ROOT, call, "root %d is not a rank of the communicator (size %d)", root,
                 ep->comm->size);
   }
   return EP_SUCCESS;
 }
 
+// Every check below records the first failure in `err` and goes on only to learn what
+// the endpoint knows of the operation: a failed endpoint still takes part (run_or_join).
+
 int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
               EP_Comm comm, EP_Request* request, Kind kind, const char* call) {
   EP_GET_COMM(ep, comm, call);
-  int err = intra_only(ep, call);  // Scan, Exscan
   if (ep->comm->inter && (kind == Kind::kReduce || kind == Kind::kAllreduce)) {
     return inter_reduce(ep, sbuf, rbuf, count, type, op, root, kind == Kind::kAllreduce, request,
                         call);
   }
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = intra_only(ep, call);  // Scan, Exscan
+  if (ep->comm->inter) return handle(ep, err);  // no such collective: nobody takes part
   if (err == EP_SUCCESS && kind == Kind::kReduce) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
   OpArgs a;
@@ -59,34 +67,33 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
   if (err == EP_SUCCESS && sbuf == nullptr && count > 0 && a.ti.size > 0 && is_builtin(type)) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count);
   }
-  if (err != EP_SUCCESS) return handle(ep, err);
+  const Knows knows = reduction_knows(kind != Kind::kReduce || root_ok(ep, root), op, count, type);
   a.op = op;
   a.count = count;
   a.type = type;
   a.root = root;
+  if (knows == Knows::kAll) ep::runtime::describe(type, &a.ti);
   Part p;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run_collective(ep, kind, std::move(p), a, request));
+  return run_or_join(ep, kind, std::move(p), a, knows, request, err);
 }
 
 int bcast(void* buf, int count, MPI_Datatype type, int root, EP_Comm comm, EP_Request* request,
           const char* call) {
   EP_GET_COMM(ep, comm, call);
   if (ep->comm->inter) return inter_bcast(ep, buf, count, type, root, request, call);
-  int err = check_root(ep, root, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
-  TypeInfo ti;
-  err = check_triple(buf, count, type, &ti, "", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_root(ep, root, call);
+  Part p;
+  if (err == EP_SUCCESS) err = check_triple(buf, count, type, &p.rti, "", call);
   OpArgs a;
   a.root = root;
-  Part p;
   p.rbuf = buf;
   p.rcount = count;
   p.rtype = type;
-  p.rti = ti;
-  return handle(ep, run_collective(ep, Kind::kBcast, std::move(p), a, request));
+  return run_or_join(ep, Kind::kBcast, std::move(p), a,
+                     root_ok(ep, root) ? Knows::kAll : Knows::kNothing, request, err);
 }
 
 // Gather(v) and Allgather(v): rcounts/displs (nullptr: uniform rcount) matter at
@@ -99,19 +106,18 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
     return inter_gather(ep, sbuf, scount, stype, rbuf, rcount, rcounts, displs, rtype, root, all,
                         vector, request, call);
   }
-  int err = all ? EP_SUCCESS : check_root(ep, root, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
   const int n = ep->comm->size;
   const bool receiver = all || ep->rank == root;
   Part p;
-  if (sbuf == EP_IN_PLACE && !receiver) {
-    return handle(ep, fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is only valid at the root"));
+  if (err == EP_SUCCESS && sbuf == EP_IN_PLACE && !receiver) {
+    err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is only valid at the root");
   }
-  if (sbuf != EP_IN_PLACE) {
+  if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
     err = check_triple(sbuf, scount, stype, &p.sti, "send ", call);
-    if (err != EP_SUCCESS) return handle(ep, err);
   }
-  if (receiver) {
+  if (err == EP_SUCCESS && receiver) {
     if (vector) {
       err = check_counts(rcounts, displs, n, "receive ", call);
       if (err == EP_SUCCESS) {
@@ -124,10 +130,10 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
     }
     int64_t total = 0;
     for (int c : p.rcounts) total += c;
-    if (err == EP_SUCCESS)
+    if (err == EP_SUCCESS) {
       err = check_triple(rbuf, vector ? (total > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ",
                          call);
-    if (err != EP_SUCCESS) return handle(ep, err);
+    }
   }
   p.sbuf = sbuf;
   p.scount = scount;
@@ -136,7 +142,9 @@ int gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rco
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run_collective(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
+  const Knows knows = all || root_ok(ep, root) ? Knows::kAll : Knows::kNothing;
+  return run_or_join(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, knows, request,
+                     err);
 }
 
 int scatter(const void* sbuf, int scount, const int* scounts, const int* displs, MPI_Datatype stype,
@@ -147,11 +155,11 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
     return inter_scatter(ep, sbuf, scount, scounts, displs, stype, rbuf, rcount, rtype, root,
                          vector, request, call);
   }
-  int err = check_root(ep, root, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_root(ep, root, call);
   const int n = ep->comm->size;
   Part p;
-  if (ep->rank == root) {
+  if (err == EP_SUCCESS && ep->rank == root) {
     if (vector) {
       err = check_counts(scounts, displs, n, "send ", call);
       if (err == EP_SUCCESS) {
@@ -166,13 +174,11 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
     for (int c : p.scounts) total += c;
     if (err == EP_SUCCESS)
       err = check_triple(sbuf, vector ? (total > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
-    if (err != EP_SUCCESS) return handle(ep, err);
-  } else if (rbuf == EP_IN_PLACE) {
-    return handle(ep, fail(EP_ERR_BUFFER, call, "recvbuf EP_IN_PLACE is only valid at the root"));
+  } else if (err == EP_SUCCESS && rbuf == EP_IN_PLACE) {
+    err = fail(EP_ERR_BUFFER, call, "recvbuf EP_IN_PLACE is only valid at the root");
   }
-  if (rbuf != EP_IN_PLACE) {
+  if (err == EP_SUCCESS && rbuf != EP_IN_PLACE) {
     err = check_triple(rbuf, rcount, rtype, &p.rti, "receive ", call);
-    if (err != EP_SUCCESS) return handle(ep, err);
   }
   p.sbuf = sbuf;
   p.stype = stype;
@@ -181,7 +187,8 @@ int scatter(const void* sbuf, int scount, const int* scounts, const int* displs,
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run_collective(ep, Kind::kScatter, std::move(p), a, request));
+  return run_or_join(ep, Kind::kScatter, std::move(p), a,
+                     root_ok(ep, root) ? Knows::kAll : Knows::kNothing, request, err);
 }
 
 int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datatype stype,
@@ -192,10 +199,10 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
     return inter_alltoall(ep, sbuf, scount, scounts, sdispls, stype, rbuf, rcount, rcounts, rdispls,
                           rtype, vector, request, call);
   }
-  int err = EP_SUCCESS;
+  int err = check_request(request, call);
   const int n = ep->comm->size;
   Part p;
-  if (vector) {
+  if (err == EP_SUCCESS && vector) {
     err = check_counts(rcounts, rdispls, n, "receive ", call);
     if (err == EP_SUCCESS) {
       p.rcounts.assign(rcounts, rcounts + n);
@@ -208,25 +215,27 @@ int alltoall(const void* sbuf, const int* scounts, const int* sdispls, MPI_Datat
         p.sdispls.assign(sdispls, sdispls + n);
       }
     }
-  } else {
+  } else if (err == EP_SUCCESS) {
     p.rcounts = uniform(n, rcount);
     p.rdispls = strided(n, rcount);
     p.scounts = uniform(n, scount);
     p.sdispls = strided(n, scount);
   }
-  if (err != EP_SUCCESS) return handle(ep, err);
-  int64_t rtotal = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
-  int64_t stotal = std::accumulate(p.scounts.begin(), p.scounts.end(), int64_t{0});
-  err = check_triple(rbuf, vector ? (rtotal > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ", call);
-  if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
-    err = check_triple(sbuf, vector ? (stotal > 0 ? 1 : 0) : scount, stype, &p.sti, "send ", call);
+  if (err == EP_SUCCESS) {
+    int64_t rtotal = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
+    int64_t stotal = std::accumulate(p.scounts.begin(), p.scounts.end(), int64_t{0});
+    err = check_triple(rbuf, vector ? (rtotal > 0 ? 1 : 0) : rcount, rtype, &p.rti, "receive ",
+                       call);
+    if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) {
+      err = check_triple(sbuf, vector ? (stotal > 0 ? 1 : 0) : scount, stype, &p.sti, "send ",
+                         call);
+    }
   }
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.stype = stype;
   p.rbuf = rbuf;
   p.rtype = rtype;
-  return handle(ep, run_collective(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
+  return run_or_join(ep, Kind::kAlltoall, std::move(p), OpArgs(), Knows::kAll, request, err);
 }
 
 // The per-peer datatypes of Alltoallw, described into *tis.
@@ -277,7 +286,8 @@ int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MP
   }
   const int n = ep->comm->size;
   Part p;
-  int err = check_counts(rcounts, rdispls, n, "receive ", call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_counts(rcounts, rdispls, n, "receive ", call);
   if (err == EP_SUCCESS) err = check_types(rtypes, n, &p.rtis, "receive ", call);
   if (err == EP_SUCCESS) {
     p.rcounts.assign(rcounts, rcounts + n);
@@ -295,10 +305,9 @@ int alltoallw(const void* sbuf, const int* scounts, const int* sdispls, const MP
   }
   if (err == EP_SUCCESS) err = check_wbuf(rbuf, p, /*send=*/false, call);
   if (err == EP_SUCCESS && sbuf != EP_IN_PLACE) err = check_wbuf(sbuf, p, /*send=*/true, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run_collective(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
+  return run_or_join(ep, Kind::kAlltoallw, std::move(p), OpArgs(), Knows::kAll, request, err);
 }
 
 int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount, MPI_Datatype type,
@@ -308,33 +317,43 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
     return inter_reduce_scatter(ep, sbuf, rbuf, rcounts, rcount, type, op, block, request,
                                 call);
   }
-  int err = check_op(op, call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_op(op, call);
   const int n = ep->comm->size;
   Part p;
   if (block) {
-    if (rcount < 0) return handle(ep, fail(EP_ERR_COUNT, call, "recvcount %d is negative", rcount));
+    if (err == EP_SUCCESS && rcount < 0) {
+      err = fail(EP_ERR_COUNT, call, "recvcount %d is negative", rcount);
+    }
     p.rcounts = uniform(n, rcount);
+  } else if (rcounts == nullptr) {
+    if (err == EP_SUCCESS) err = fail(EP_ERR_ARG, call, "recvcounts is NULL");
   } else {
-    if (rcounts == nullptr) return handle(ep, fail(EP_ERR_ARG, call, "recvcounts is NULL"));
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && err == EP_SUCCESS; ++i) {
       if (rcounts[i] < 0) {
-        return handle(ep,
-                      fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]));
+        err = fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]);
       }
     }
     p.rcounts.assign(rcounts, rcounts + n);
   }
   int64_t total = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
-  if (total > INT32_MAX)
-    return handle(ep, fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX"));
+  if (err == EP_SUCCESS && total > INT32_MAX) {
+    err = fail(EP_ERR_COUNT, call, "the counts add up to more than INT_MAX");
+  }
   OpArgs a;
-  err = check_triple(rbuf, p.rcounts[ep->rank], type, &a.ti, "receive ", call);
+  if (err == EP_SUCCESS) {
+    err = check_triple(rbuf, p.rcounts[ep->rank], type, &a.ti, "receive ", call);
+  }
   if (err == EP_SUCCESS && sbuf == nullptr && total > 0 && a.ti.size > 0 && is_builtin(type)) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but the counts add up to %lld",
                static_cast<long long>(total));
   }
-  if (err != EP_SUCCESS) return handle(ep, err);
+  // The vector's length is the one shared argument besides op and datatype.
+  const bool counts_ok = !p.rcounts.empty() && total <= INT32_MAX &&
+                         std::all_of(p.rcounts.begin(), p.rcounts.end(), [](int c) { return c >= 0; });
+  const Knows knows =
+      reduction_knows(true, op, counts_ok ? static_cast<int>(total) : -1, type);
+  if (knows == Knows::kAll) ep::runtime::describe(type, &a.ti);
   a.op = op;
   a.count = static_cast<int>(total);
   a.type = type;
@@ -344,13 +363,14 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
     // MPI: the input is the whole vector in recvbuf, the result its first block.
     p.sbuf = rbuf;
   }
-  return handle(ep, run_collective(ep, Kind::kReduceScatter, std::move(p), a, request));
+  return run_or_join(ep, Kind::kReduceScatter, std::move(p), a, knows, request, err);
 }
 
 int ibarrier(EP_Comm comm, EP_Request* request, const char* call) {
   EP_GET_COMM(ep, comm, call);
   if (ep->comm->inter) return inter_barrier(ep, request, call);
-  return handle(ep, run_collective(ep, Kind::kBarrier, Part(), OpArgs(), request));
+  return run_or_join(ep, Kind::kBarrier, Part(), OpArgs(), Knows::kAll, request,
+                     check_request(request, call));
 }
 
 }  // namespace
@@ -359,7 +379,7 @@ int EP_Barrier(EP_Comm comm) { return ibarrier(comm, nullptr, "EP_Barrier"); }
 
 int EP_Ibarrier(EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Ibarrier");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ibarrier", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return ibarrier(comm, request, "EP_Ibarrier");
 }
 
@@ -370,7 +390,7 @@ int EP_Bcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm
 int EP_Ibcast(void* buf, int count, MPI_Datatype datatype, int root, EP_Comm comm,
               EP_Request* request) {
   EP_CHECK_INIT("EP_Ibcast");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ibcast", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return bcast(buf, count, datatype, root, comm, request, "EP_Ibcast");
 }
 
@@ -383,7 +403,7 @@ int EP_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dat
 int EP_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iallreduce");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallreduce", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kAllreduce,
                    "EP_Iallreduce");
 }
@@ -397,7 +417,7 @@ int EP_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
 int EP_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Ireduce");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduction(sendbuf, recvbuf, count, datatype, op, root, comm, request, Kind::kReduce,
                    "EP_Ireduce");
 }
@@ -416,7 +436,7 @@ int EP_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
 int EP_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iscan");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscan", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kScan,
                    "EP_Iscan");
 }
@@ -424,7 +444,7 @@ int EP_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatyp
 int EP_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iexscan");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iexscan", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduction(sendbuf, recvbuf, count, datatype, op, 0, comm, request, Kind::kExscan,
                    "EP_Iexscan");
 }
@@ -438,7 +458,7 @@ int EP_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[]
 int EP_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Ireduce_scatter");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce_scatter", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduce_scatter(sendbuf, recvbuf, recvcounts, 0, datatype, op, comm, false, request,
                         "EP_Ireduce_scatter");
 }
@@ -453,7 +473,7 @@ int EP_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, EP_Comm comm,
                              EP_Request* request) {
   EP_CHECK_INIT("EP_Ireduce_scatter_block");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ireduce_scatter_block", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return reduce_scatter(sendbuf, recvbuf, nullptr, recvcount, datatype, op, comm, true, request,
                         "EP_Ireduce_scatter_block");
 }
@@ -468,7 +488,7 @@ int EP_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
                EP_Request* request) {
   EP_CHECK_INIT("EP_Igather");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Igather", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, root,
                 comm, false, false, request, "EP_Igather");
 }
@@ -484,7 +504,7 @@ int EP_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Igatherv");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Igatherv", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, root, comm,
                 false, true, request, "EP_Igatherv");
 }
@@ -498,7 +518,7 @@ int EP_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
 int EP_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iallgather");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallgather", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr, nullptr, recvtype, 0,
                 comm, true, false, request, "EP_Iallgather");
 }
@@ -513,7 +533,7 @@ int EP_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, EP_Comm comm,
                    EP_Request* request) {
   EP_CHECK_INIT("EP_Iallgatherv");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iallgatherv", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return gather(sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts, displs, recvtype, 0, comm,
                 true, true, request, "EP_Iallgatherv");
 }
@@ -528,7 +548,7 @@ int EP_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 int recvcount, MPI_Datatype recvtype, int root, EP_Comm comm,
                 EP_Request* request) {
   EP_CHECK_INIT("EP_Iscatter");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscatter", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return scatter(sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf, recvcount, recvtype, root,
                  comm, false, request, "EP_Iscatter");
 }
@@ -544,7 +564,7 @@ int EP_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Iscatterv");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Iscatterv", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return scatter(sendbuf, 0, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
                  true, request, "EP_Iscatterv");
 }
@@ -558,7 +578,7 @@ int EP_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
 int EP_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, EP_Comm comm, EP_Request* request) {
   EP_CHECK_INIT("EP_Ialltoall");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoall", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return alltoall(sendbuf, nullptr, nullptr, sendtype, recvbuf, nullptr, nullptr, recvtype, comm,
                   sendcount, recvcount, false, request, "EP_Ialltoall");
 }
@@ -575,7 +595,7 @@ int EP_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
                   const int rdispls[], MPI_Datatype recvtype, EP_Comm comm,
                   EP_Request* request) {
   EP_CHECK_INIT("EP_Ialltoallv");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoallv", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return alltoall(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
                   comm, 0, 0, true, request, "EP_Ialltoallv");
 }
@@ -592,7 +612,7 @@ int EP_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls
                   const int rdispls[], const MPI_Datatype recvtypes[], EP_Comm comm,
                   EP_Request* request) {
   EP_CHECK_INIT("EP_Ialltoallw");
-  if (request == nullptr) return fail(EP_ERR_ARG, "EP_Ialltoallw", "request is NULL");
+  if (request == nullptr) request = missing_request();  // fails after taking part
   return alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
                    recvtypes, comm, request, "EP_Ialltoallw");
 }

@@ -22,6 +22,36 @@ int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
   return err;
 }
 
+int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+                const collectives::OpArgs& a, Knows knows, EP_Request* request, int err) {
+  if (err == EP_SUCCESS) return handle(ep, run_collective(ep, kind, std::move(part), a, request));
+  collectives::Part hole;
+  hole.hole = true;
+  hole.knows = knows;
+  if (request == nullptr) {
+    run_collective(ep, kind, std::move(hole), a, nullptr);
+  } else {
+    ep::runtime::request_unref(ep::collectives::start(ep, kind, std::move(hole), a));
+  }
+  return handle(ep, err);
+}
+
+EP_Request* missing_request() {
+  static EP_Request none = EP_REQUEST_NULL;  // never written: every call using it fails first
+  return &none;
+}
+
+int check_request(EP_Request* request, const char* call) {
+  return request == missing_request() ? fail(EP_ERR_ARG, call, "request is NULL") : EP_SUCCESS;
+}
+
+Knows reduction_knows(bool root_ok, MPI_Op op, int count, MPI_Datatype type) {
+  if (!root_ok) return Knows::kNothing;
+  TypeInfo ti;
+  if (op == MPI_OP_NULL || count < 0 || !ep::runtime::describe(type, &ti)) return Knows::kRoot;
+  return Knows::kAll;
+}
+
 int check_op(MPI_Op op, const char* call) {
   return op == MPI_OP_NULL ? fail(EP_ERR_OP, call, "op is MPI_OP_NULL") : EP_SUCCESS;
 }

@@ -23,6 +23,25 @@ namespace ep::api {
 int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
                    const collectives::OpArgs& a, EP_Request* request);
 
+using collectives::Knows;
+
+// Ends a collective entry point.  With err == EP_SUCCESS it starts the collective
+// (run_collective).  Otherwise the endpoint still takes part, as a hole
+// (collectives/engine.h, "Erroneous endpoints") that knows `knows` of `a`, so that the
+// other endpoints complete (API.md): a blocking call waits for the operation, a
+// nonblocking one lets it finish on its own and returns no request.  Returns the code
+// after ep's error handler.
+int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+                const collectives::OpArgs& a, Knows knows, EP_Request* request, int err);
+// A nonblocking entry point whose caller passed a NULL request pointer passes this on
+// instead, so that the call still takes part (as a hole) before it fails.
+EP_Request* missing_request();
+// EP_ERR_ARG naming `call` if `request` is missing_request(), else EP_SUCCESS.
+int check_request(EP_Request* request, const char* call);
+// What an endpoint knows of a reduction's shared arguments (op, count, datatype, and the
+// root when `rooted`), whatever its own buffers.
+Knows reduction_knows(bool root_ok, MPI_Op op, int count, MPI_Datatype type);
+
 // MPI_OP_NULL is EP_ERR_OP.
 int check_op(MPI_Op op, const char* call);
 // A (buffer, count, datatype) triple named `what` ("send ", "receive ", or ""): a negative

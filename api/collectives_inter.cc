@@ -2,6 +2,7 @@
 // dispatch (contract: collectives_inter.h).
 #include "api/collectives_inter.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <numeric>
 #include <utility>
@@ -18,11 +19,15 @@ using ep::collectives::Kind;
 using ep::collectives::OpArgs;
 using ep::collectives::Part;
 
+bool root_ok(Endpoint* ep, int root) {
+  return root == EP_ROOT || root == EP_PROC_NULL || (root >= 0 && root < ep->comm->remote_size);
+}
+
+Knows root_knows(Endpoint* ep, int root) { return root_ok(ep, root) ? Knows::kAll : Knows::kNothing; }
+
 // A root argument: EP_ROOT, EP_PROC_NULL or a rank of the remote group.
 int check_root(Endpoint* ep, int root, const char* call) {
-  if (root == EP_ROOT || root == EP_PROC_NULL || (root >= 0 && root < ep->comm->remote_size)) {
-    return EP_SUCCESS;
-  }
+  if (root_ok(ep, root)) return EP_SUCCESS;
   return fail(EP_ERR_ROOT, call,
               "root %d is not EP_ROOT, EP_PROC_NULL or a rank of the remote group (size %d)", root,
               ep->comm->remote_size);
@@ -64,32 +69,37 @@ int vector_triple(const void* buf, const std::vector<int>& counts, MPI_Datatype 
 
 }  // namespace
 
-int inter_barrier(Endpoint* ep, EP_Request* request, const char* /*call*/) {
-  return handle(ep, run_collective(ep, Kind::kBarrier, Part(), OpArgs(), request));
+// As in collectives.cc, each check records the first failure and a failed endpoint
+// still takes part (run_or_join).
+
+int inter_barrier(Endpoint* ep, EP_Request* request, const char* call) {
+  return run_or_join(ep, Kind::kBarrier, Part(), OpArgs(), Knows::kAll, request,
+                     check_request(request, call));
 }
 
 int inter_bcast(Endpoint* ep, void* buf, int count, MPI_Datatype type, int root,
                 EP_Request* request, const char* call) {
-  int err = check_root(ep, root, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = no_in_place(nullptr, buf, call);
   Part p;
   if (err == EP_SUCCESS) err = check_count(count, "", call);
   // At EP_PROC_NULL (the rest of the root's group) nothing else is significant.
   if (err == EP_SUCCESS && root != EP_PROC_NULL)
     err = check_triple(buf, count, type, &p.rti, "", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.rbuf = buf;
   p.rcount = count;
   p.rtype = type;
   OpArgs a;
   a.root = root;
-  return handle(ep, run_collective(ep, Kind::kBcast, std::move(p), a, request));
+  return run_or_join(ep, Kind::kBcast, std::move(p), a, root_knows(ep, root), request, err);
 }
 
 int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
                  int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
                  bool all, bool vector, EP_Request* request, const char* call) {
-  int err = all ? EP_SUCCESS : check_root(ep, root, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS) err = check_count(scount, "send", call);
   if (err == EP_SUCCESS && !vector) err = check_count(rcount, "receive", call);
@@ -102,7 +112,6 @@ int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype,
                       &p.rdispls, "receive ", call);
     if (err == EP_SUCCESS) err = vector_triple(rbuf, p.rcounts, rtype, &p.rti, "receive ", call);
   }
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.scount = scount;
   p.stype = stype;
@@ -110,13 +119,15 @@ int inter_gather(Endpoint* ep, const void* sbuf, int scount, MPI_Datatype stype,
   p.rtype = rtype;
   OpArgs a;
   a.root = all ? 0 : root;
-  return handle(ep, run_collective(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a, request));
+  return run_or_join(ep, all ? Kind::kAllgather : Kind::kGather, std::move(p), a,
+                     all ? Knows::kAll : root_knows(ep, root), request, err);
 }
 
 int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts, const int* displs,
                   MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
                   bool vector, EP_Request* request, const char* call) {
-  int err = check_root(ep, root, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS && !vector) err = check_count(scount, "send", call);
   if (err == EP_SUCCESS) err = check_count(rcount, "receive", call);
@@ -128,7 +139,6 @@ int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts
   }
   if (err == EP_SUCCESS && root != EP_ROOT && root != EP_PROC_NULL)
     err = check_triple(rbuf, rcount, rtype, &p.rti, "receive ", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.stype = stype;
   p.rbuf = rbuf;
@@ -136,7 +146,7 @@ int inter_scatter(Endpoint* ep, const void* sbuf, int scount, const int* scounts
   p.rtype = rtype;
   OpArgs a;
   a.root = root;
-  return handle(ep, run_collective(ep, Kind::kScatter, std::move(p), a, request));
+  return run_or_join(ep, Kind::kScatter, std::move(p), a, root_knows(ep, root), request, err);
 }
 
 int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scounts,
@@ -144,7 +154,8 @@ int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scount
                    const int* rcounts, const int* rdispls, MPI_Datatype rtype, bool vector,
                    EP_Request* request, const char* call) {
   const int n = ep->comm->remote_size;
-  int err = no_in_place(sbuf, rbuf, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS && !vector) err = check_count(scount, "send", call);
   if (err == EP_SUCCESS && !vector) err = check_count(rcount, "receive", call);
   Part p;
@@ -156,12 +167,11 @@ int inter_alltoall(Endpoint* ep, const void* sbuf, int scount, const int* scount
   }
   if (err == EP_SUCCESS) err = vector_triple(sbuf, p.scounts, stype, &p.sti, "send ", call);
   if (err == EP_SUCCESS) err = vector_triple(rbuf, p.rcounts, rtype, &p.rti, "receive ", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.stype = stype;
   p.rbuf = rbuf;
   p.rtype = rtype;
-  return handle(ep, run_collective(ep, Kind::kAlltoall, std::move(p), OpArgs(), request));
+  return run_or_join(ep, Kind::kAlltoall, std::move(p), OpArgs(), Knows::kAll, request, err);
 }
 
 namespace {
@@ -194,7 +204,8 @@ int inter_alltoallw(Endpoint* ep, const void* sbuf, const int* scounts, const in
                     const MPI_Datatype* stypes, void* rbuf, const int* rcounts, const int* rdispls,
                     const MPI_Datatype* rtypes, EP_Request* request, const char* call) {
   const int n = ep->comm->remote_size;
-  int err = no_in_place(sbuf, rbuf, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   Part p;
   if (err == EP_SUCCESS)
     err = fill_counts(scounts, sdispls, 0, n, true, &p.scounts, &p.sdispls, "send", call);
@@ -204,15 +215,15 @@ int inter_alltoallw(Endpoint* ep, const void* sbuf, const int* scounts, const in
     err = alltoallw_side(sbuf, p.scounts, stypes, &p.stypes, &p.stis, "send", call);
   if (err == EP_SUCCESS)
     err = alltoallw_side(rbuf, p.rcounts, rtypes, &p.rtypes, &p.rtis, "receive", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run_collective(ep, Kind::kAlltoallw, std::move(p), OpArgs(), request));
+  return run_or_join(ep, Kind::kAlltoallw, std::move(p), OpArgs(), Knows::kAll, request, err);
 }
 
 int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Datatype type,
                  MPI_Op op, int root, bool all, EP_Request* request, const char* call) {
-  int err = all ? EP_SUCCESS : check_root(ep, root, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS && !all) err = check_root(ep, root, call);
   if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
   if (err == EP_SUCCESS) err = check_count(count, "", call);
@@ -223,7 +234,8 @@ int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Data
     err = fail(EP_ERR_TYPE, call, "datatype is not a valid committed datatype");
   if (err == EP_SUCCESS && sender) err = check_triple(sbuf, count, type, &a.ti, "send ", call);
   if (err == EP_SUCCESS && receiver) err = check_triple(rbuf, count, type, &a.ti, "receive ", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  const Knows knows = reduction_knows(all || root_ok(ep, root), op, count, type);
+  if (knows == Knows::kAll) ep::runtime::describe(type, &a.ti);
   a.op = op;
   a.count = count;
   a.type = type;
@@ -231,29 +243,29 @@ int inter_reduce(Endpoint* ep, const void* sbuf, void* rbuf, int count, MPI_Data
   Part p;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run_collective(ep, all ? Kind::kAllreduce : Kind::kReduce, std::move(p), a, request));
+  return run_or_join(ep, all ? Kind::kAllreduce : Kind::kReduce, std::move(p), a, knows, request,
+                     err);
 }
 
 int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* rcounts, int rcount,
                          MPI_Datatype type, MPI_Op op, bool block, EP_Request* request,
                          const char* call) {
   const int n = ep->comm->size;  // the results scatter over the local group
-  int err = no_in_place(sbuf, rbuf, call);
+  int err = check_request(request, call);
+  if (err == EP_SUCCESS) err = no_in_place(sbuf, rbuf, call);
   if (err == EP_SUCCESS) err = check_op(op, call);
   Part p;
-  if (err == EP_SUCCESS && block) {
-    err = check_count(rcount, "receive", call);
+  if (block) {
+    if (err == EP_SUCCESS) err = check_count(rcount, "receive", call);
     p.rcounts.assign(static_cast<size_t>(n), rcount);
-  } else if (err == EP_SUCCESS) {
-    if (rcounts == nullptr) {
-      err = fail(EP_ERR_ARG, call, "recvcounts is NULL");
-    } else {
-      for (int i = 0; i < n && err == EP_SUCCESS; ++i) {
-        if (rcounts[i] < 0)
-          err = fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]);
-      }
-      if (err == EP_SUCCESS) p.rcounts.assign(rcounts, rcounts + n);
+  } else if (rcounts == nullptr) {
+    if (err == EP_SUCCESS) err = fail(EP_ERR_ARG, call, "recvcounts is NULL");
+  } else {
+    for (int i = 0; i < n && err == EP_SUCCESS; ++i) {
+      if (rcounts[i] < 0)
+        err = fail(EP_ERR_COUNT, call, "recvcounts[%d] = %d is negative", i, rcounts[i]);
     }
+    p.rcounts.assign(rcounts, rcounts + n);
   }
   const int64_t total = std::accumulate(p.rcounts.begin(), p.rcounts.end(), int64_t{0});
   if (err == EP_SUCCESS && total > INT32_MAX)
@@ -264,13 +276,16 @@ int inter_reduce_scatter(Endpoint* ep, const void* sbuf, void* rbuf, const int* 
         check_triple(rbuf, p.rcounts[static_cast<size_t>(ep->rank)], type, &a.ti, "receive ", call);
   if (err == EP_SUCCESS)
     err = check_triple(sbuf, static_cast<int>(total), type, &a.ti, "send ", call);
-  if (err != EP_SUCCESS) return handle(ep, err);
+  const bool counts_ok = !p.rcounts.empty() && total <= INT32_MAX &&
+                         std::all_of(p.rcounts.begin(), p.rcounts.end(), [](int c) { return c >= 0; });
+  const Knows knows = reduction_knows(true, op, counts_ok ? static_cast<int>(total) : -1, type);
+  if (knows == Knows::kAll) ep::runtime::describe(type, &a.ti);
   a.op = op;
   a.count = static_cast<int>(total);
   a.type = type;
   p.sbuf = sbuf;
   p.rbuf = rbuf;
-  return handle(ep, run_collective(ep, Kind::kReduceScatter, std::move(p), a, request));
+  return run_or_join(ep, Kind::kReduceScatter, std::move(p), a, knows, request, err);
 }
 
 }  // namespace ep::api

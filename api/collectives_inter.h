@@ -10,9 +10,9 @@
 // EP_PROC_NULL at the rest of its group, the root's rank in the remote group at the
 // other group's endpoints; per-rank count and displacement arrays have one entry per
 // remote rank (Reduce_scatter's recvcounts: one per local rank); EP_IN_PLACE is refused
-// (EP_ERR_BUFFER).  So that the same bad argument fails at every endpoint of both
-// groups and none waits for the others, a root out of range, a negative scalar count
-// and EP_IN_PLACE are refused wherever they are passed, significant there or not.
+// (EP_ERR_BUFFER).  A root out of range, a negative scalar count and EP_IN_PLACE are
+// refused wherever they are passed, significant there or not; an endpoint that fails a
+// check still takes part (run_or_join, collectives_common.h).
 //
 // Threading: the caller's thread, holding ep; collective over both groups.
 //

@@ -85,7 +85,13 @@ enum class Kind {
   kExscan,
 };
 
+// The kinds whose pattern depends on a root.
+inline bool rooted(Kind k) {
+  return k == Kind::kBcast || k == Kind::kReduce || k == Kind::kGather || k == Kind::kScatter;
+}
+
 // Starts a collective (intra or inter; not Scan or Exscan on an intercommunicator);
+// `part.hole`: an erroneous endpoint's arrival (engine.h, "Erroneous endpoints");
 // returns the endpoint's request (held by caller + operation).  `part` holds this
 // endpoint's buffers; for the non-v forms the caller fills the per-rank counts and
 // displacements too.

@@ -322,8 +322,19 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
       slot = make();
       slot->c = c;
       slot->tag = tag;
+      slot->knows = part.knows;
       slot->parts.resize(c->local.size());
       slot->missing = static_cast<int>(c->local.size());
+    } else if (part.knows > slot->knows) {  // better informed: the op rests on our args
+      std::unique_ptr<CollOp> better = make();
+      better->c = c;
+      better->tag = tag;
+      better->knows = part.knows;
+      better->parts = std::move(slot->parts);
+      better->missing = slot->missing;
+      better->args.team = slot->args.team;
+      slot->args.team = nullptr;
+      slot = std::move(better);
     }
     if (slot->args.team == nullptr) {
       if (runtime::Team* team = runtime::current_team()) {  // a team member started it

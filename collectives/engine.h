@@ -40,6 +40,21 @@
 // touched only by the starter (inputs) and the finisher (outputs), as MPI allows.
 // install/uninstall run once, in EP_Init/EP_Finalize, before and after every collective.
 //
+// Erroneous endpoints (API.md: an argument error found at some endpoints of a collective
+// makes those endpoints return it, the others complete the call, none hangs and the
+// communicator stays usable).  An endpoint whose arguments failed api's checks still
+// arrives, as a *hole*: its Part has `hole` set and no buffers; it contributes nothing and
+// receives nothing, and its request completes like the others'.  Part::knows says what
+// it knows of the operation's shared arguments: kAll (its OpArgs are usable: its error
+// was in its own buffers or counts), kRoot (the root, hence the pattern, not a
+// reduction's op, count or datatype), kNothing (not even the root of a rooted kind).  An
+// operation takes its OpArgs from its fragment's best-informed arrival (CollOp::knows; a
+// valid endpoint knows all), and the families skip holes: a fragment of holes only sends
+// empty blobs, and receivers skip empty blobs (what a hole would have contributed is
+// unspecified).  A fragment of holes that does not know the root of a rooted kind
+// cannot know its role in the pattern: it skips the exchange (Pattern::kNone), and the
+// other fragments may then wait for it (README, "Known limits").
+//
 // Memory ordering: FragState::mu orders arrival, start and registration on `active`.
 // The advancing flag's acquire exchange pairs with the previous holder's release store,
 // so each advancing thread sees the schedule state the last one left.  request_complete
@@ -71,9 +86,15 @@ using runtime::Endpoint;
 using runtime::Request;
 using runtime::TypeInfo;
 
+// What an arrival knows of its operation's shared arguments (see "Erroneous endpoints").
+enum class Knows : uint8_t { kNothing, kRoot, kAll };
+
 // One endpoint's arguments.
 struct Part {
   int rank = 0;
+  // An erroneous endpoint's arrival: no buffers, nothing sent or received for it.
+  bool hole = false;
+  Knows knows = Knows::kAll;
   // Intercommunicators: this endpoint's root argument (kRoot, kProcNull or a remote
   // rank), which differs among the endpoints of the root's group (coll.h).
   int root = 0;
@@ -130,6 +151,15 @@ class CollOp {
   std::vector<std::string> in;       // received, by source fragment (own blob included)
   std::vector<int> peer_sends, peer_recvs;  // kPeers: remote fragments
 
+  // What args rests on: the best-informed arrival so far (see "Erroneous endpoints").
+  Knows knows = Knows::kAll;
+  // Some part is not a hole: the op has inputs or outputs here.
+  bool has_data() const {
+    for (const Part& p : parts) {
+      if (!p.hole) return true;
+    }
+    return false;
+  }
   int missing = 0;  // local endpoints that have not arrived (under FragState::mu)
   // Schedule state (advancing thread only).
   int round = 0;
@@ -140,7 +170,8 @@ class CollOp {
 
 // Runs `op` (with parts filled in by local index) once all local endpoints of its
 // fragment arrived: called by every endpoint with its part; returns the endpoint's
-// request (held by caller + operation).  `make` builds the op on first arrival.
+// request (held by caller + operation).  `make` builds the op (with this arrival's
+// OpArgs) on the first arrival, and again on a later one that knows more (part.knows).
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make);
 
 // ---- Process-level state (process.cc) -------------------------------------------------

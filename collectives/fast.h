@@ -1,18 +1,27 @@
 // fast.h - the blocking fast path of allreduce: no engine, one arrival counter per
 // fragment, an MPI exchange among the fragments' last arrivals.
 //
-// What it is: a blocking EP_Allreduce with a predefined op - of at most kFastBytes, or
-// larger on a contiguous datatype - skips the engine (engine.h): the endpoints of a
-// fragment combine through one arrival counter (no lock, no request, no operation
-// object); the last to arrive exchanges with one leader per other fragment over a
-// process-level MPI communicator (`pcomm`) and releases the others.  Which calls take
-// it depends only on arguments MPI requires to agree at every rank (the op, the count
-// and datatype - a predefined op gets the same datatype everywhere -, the
-// communicator), so all fragments of one operation take the same path; blocking and
-// nonblocking collectives never match each other (MPI 3.1 section 5.12).  Predefined ops
-// are commutative, so any rank layout may take it; user ops keep the engine's
-// rank-ordered path.  Barriers do not take it: a pcomm message left waiting in a
-// barrier, where passive targets wait, slows this process's window service
+// What it is: every blocking EP_Allreduce on an intracommunicator meets here, at one
+// arrival counter per fragment (no lock, no request, no operation object).  The last to
+// arrive decides, from the arguments of an endpoint that knows them (engine.h,
+// "Erroneous endpoints"), which way the operation goes:
+//   fast     a predefined op, of at most kFastBytes or larger on a contiguous datatype:
+//            it combines the fragment's inputs, exchanges with one leader per other
+//            fragment over a process-level MPI communicator (`pcomm`) and releases the
+//            others;
+//   engine   anything else (a user op, a large non-contiguous type): it starts the
+//            engine's operation for every endpoint of the fragment (collectives::arrive,
+//            acting for each; each endpoint's hidden tag advances as if it had called
+//            start itself), waits for it, and releases the others.
+// The choice depends only on arguments MPI requires to agree at every rank (the op, the
+// count and datatype - a predefined op gets the same datatype everywhere), so all
+// fragments of one operation take the same way; an erroneous endpoint (a hole: no
+// buffers, knows kAll or not) joins the same counter whatever its arguments, so it never
+// has to guess the way; a fragment of holes that knows kAll adds zeros, one that knows
+// nothing skips the exchange (engine.h).  Blocking and nonblocking collectives never
+// match each other (MPI 3.1 section 5.12).  Predefined ops are commutative, so any rank
+// layout may take the fast way.  Barriers do not meet here: a pcomm message left
+// waiting in a barrier, where passive targets wait, slows this process's window service
 // (docs/perf/collectives.md, "Why barriers stay on the engine").
 //
 // The exchange (pcomm.cc), on the last arrival of each fragment:
@@ -66,11 +75,12 @@ constexpr int64_t kFastBytes = 4096;  // recursive doubling up to here, the ring
 constexpr int kFastTag = -2;          // and -3 (frag_allgather's broadcast); see runtime/exchange.h
 
 struct FastState {
-  // An endpoint's buffers.  A predefined op takes the same datatype and count at every
-  // rank (MPI 3.1 section 5.9.2), so the last arrival's describe every slot.
+  // An endpoint's arrival: its Part and OpArgs, on its stack until it is released.  A
+  // predefined op takes the same datatype and count at every rank (MPI 3.1 section
+  // 5.9.2), so one informed arrival's OpArgs describe every slot.
   struct Slot {
-    const void* in = nullptr;
-    void* out = nullptr;
+    const Part* part = nullptr;
+    const OpArgs* args = nullptr;
   };
   alignas(64) std::atomic<int> arrived{0};
   alignas(64) std::atomic<uint32_t> gen{0};

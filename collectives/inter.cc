@@ -62,19 +62,32 @@ bool is_commutative(MPI_Op op) {
   return flag != 0;
 }
 
-// What the families share: the roots of the parts, the remote fragments.
+// What the families share: the roots of the parts, the remote fragments.  Holes
+// (engine.h, "Erroneous endpoints") contribute and receive nothing; a hole that knows
+// no root says nothing of this fragment's role.
 class InterOp : public CollOp {
  protected:
+  // A part whose root argument is known (nullptr: this fragment knows no root).
+  const Part* informed() const {
+    for (const Part& p : parts) {
+      if (p.knows != Knows::kNothing) return &p;
+    }
+    return nullptr;
+  }
   // The endpoints of the root's group pass kRoot or kProcNull, the others a remote rank.
-  bool in_root_group() const { return parts[0].root == kRoot || parts[0].root == kProcNull; }
+  bool in_root_group() const {
+    const Part* p = informed();
+    return p->root == kRoot || p->root == kProcNull;
+  }
+  // The root's part, if it is here (a hole or not).
   Part* root_part() {
     for (Part& p : parts) {
-      if (p.root == kRoot) return &p;
+      if (p.knows != Knows::kNothing && p.root == kRoot) return &p;
     }
     return nullptr;
   }
   // (Not in the root's group) the remote fragment holding the root.
-  int remote_root_frag() const { return c->remote_frag_of[parts[0].root]; }
+  int remote_root_frag() const { return c->remote_frag_of[informed()->root]; }
   std::vector<int> all_remote() const {
     std::vector<int> v(c->remote_frag_leaders.size());
     std::iota(v.begin(), v.end(), 0);
@@ -108,19 +121,22 @@ class BarrierOp final : public InterOp {
 class BcastOp final : public InterOp {
  public:
   void start() override {
+    if (informed() == nullptr) return;  // kNone (engine.h, "Erroneous endpoints")
     if (!in_root_group()) {
       receive_from_root();
       return;
     }
     Part* r = root_part();
     if (r == nullptr) return;  // kNone
-    out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    if (!r->hole) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
     pattern = Pattern::kPeers;
     peer_sends = all_remote();
   }
   void finish() override {
-    if (in_root_group()) return;
-    for (Part& p : parts) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rtype, p.rti);
+    if (informed() == nullptr || in_root_group()) return;
+    for (Part& p : parts) {
+      if (!p.hole) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rtype, p.rti);
+    }
   }
 };
 
@@ -129,6 +145,7 @@ class GatherOp final : public InterOp {
  public:
   explicit GatherOp(bool all) : all_(all) {}
   void start() override {
+    if (!all_ && informed() == nullptr) return;  // kNone
     if (!all_ && in_root_group()) {
       if (root_part() == nullptr) return;  // kNone
       pattern = Pattern::kPeers;
@@ -136,7 +153,9 @@ class GatherOp final : public InterOp {
       return;
     }
     BlobWriter w;
-    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+    for (const Part& p : parts) {
+      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+    }
     out = w.take();
     if (all_) {
       exchange_all();
@@ -150,7 +169,7 @@ class GatherOp final : public InterOp {
     for (const std::string& blob : in) {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
-          if (!all_ && p.root != kRoot) continue;
+          if (p.hole || (!all_ && p.root != kRoot)) continue;
           unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
         }
       });
@@ -165,6 +184,7 @@ class GatherOp final : public InterOp {
 class ScatterOp final : public InterOp {
  public:
   void start() override {
+    if (informed() == nullptr) return;  // kNone
     if (!in_root_group()) {
       receive_from_root();
       return;
@@ -172,7 +192,7 @@ class ScatterOp final : public InterOp {
     Part* r = root_part();
     if (r == nullptr) return;  // kNone
     std::vector<BlobWriter> w = writers();
-    for (int d = 0; d < c->remote_size; ++d) {
+    for (int d = 0; d < c->remote_size && !r->hole; ++d) {
       put_ranked(w[c->remote_frag_of[d]], d,
                  pack_n(elem(r->sbuf, r->sdispls[d], r->sti), r->scounts[d], r->stype, r->sti));
     }
@@ -181,9 +201,10 @@ class ScatterOp final : public InterOp {
     peer_sends = all_remote();
   }
   void finish() override {
-    if (in_root_group()) return;
+    if (informed() == nullptr || in_root_group()) return;
     for_ranked(in[root_frag], [&](int r, std::string& b) {
-      if (Part* p = part_of_rank(*this, r)) unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+      Part* p = part_of_rank(*this, r);
+      if (p != nullptr && !p->hole) unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
     });
   }
 };
@@ -196,6 +217,7 @@ class AlltoallOp final : public InterOp {
   void start() override {
     std::vector<BlobWriter> w = writers();
     for (const Part& p : parts) {
+      if (p.hole) continue;
       for (int d = 0; d < c->remote_size; ++d) {
         BlobWriter& x = w[c->remote_frag_of[d]];
         x.put<int>(p.rank);
@@ -218,6 +240,7 @@ class ReduceOp final : public InterOp {
  public:
   explicit ReduceOp(Kind kind) : kind_(kind) {}
   void start() override {
+    if (kind_ == Kind::kReduce && informed() == nullptr) return;  // kNone
     if (kind_ == Kind::kReduce && in_root_group()) {
       if (root_part() == nullptr) return;  // kNone
       pattern = Pattern::kPeers;
@@ -234,9 +257,11 @@ class ReduceOp final : public InterOp {
   }
   void finish() override {
     if (kind_ == Kind::kReduce && root_part() == nullptr) return;  // no result here
+    if (!has_data()) return;
     TypedBuffer acc(args.count, args.type);
-    combine_remote(acc.get());
+    if (!combine_remote(acc.get())) return;  // the other group sent nothing
     for (Part& p : parts) {
+      if (p.hole) continue;
       if (kind_ == Kind::kAllreduce || (kind_ == Kind::kReduce && p.root == kRoot)) {
         copy_n(acc.get(), p.rbuf, args.count, args);
       } else if (kind_ == Kind::kReduceScatter) {
@@ -248,22 +273,28 @@ class ReduceOp final : public InterOp {
   }
 
  private:
-  // This fragment's contribution: its partial in rank order, or every rank's input.
+  // This fragment's contribution: its partial in rank order, or every rank's input
+  // (nothing from holes: empty if all are).
   std::string contribution() {
+    if (!has_data()) return std::string();
     if (is_commutative(args.op) || c->grouped) {
       std::vector<const void*> xs;
-      for (const Part& p : parts) xs.push_back(p.sbuf);
+      for (const Part& p : parts) {
+        if (!p.hole) xs.push_back(p.sbuf);
+      }
       TypedBuffer acc(args.count, args.type);
       reduce_all(xs, acc.get(), args.count, args);
       return pack_n(acc.get(), args.count, args.type, args.ti, args.team);
     }
     BlobWriter w;
-    for (const Part& p : parts)
-      put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.type, args.ti));
+    for (const Part& p : parts) {
+      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.type, args.ti));
+    }
     return w.take();
   }
-  // acc = the other group's combination, in its rank order.
-  void combine_remote(void* acc) {
+  // acc = the other group's combination, in its rank order; empty contributions (holes)
+  // add nothing.  False if every contribution was empty (acc unwritten).
+  bool combine_remote(void* acc) {
     TypedBuffer tmp(args.count, args.type);
     std::vector<std::string> by_rank;
     if (is_commutative(args.op) || c->remote_grouped) {
@@ -275,12 +306,16 @@ class ReduceOp final : public InterOp {
       }
     }
     in.clear();
-    const int n = static_cast<int>(by_rank.size());
-    unpack_n(by_rank[n - 1], acc, args.count, args.type, args.ti, args.team);
-    for (int i = n - 2; i >= 0; --i) {
+    int last = static_cast<int>(by_rank.size()) - 1;
+    while (last >= 0 && by_rank[last].empty()) --last;
+    if (last < 0) return args.count == 0;
+    unpack_n(by_rank[last], acc, args.count, args.type, args.ti, args.team);
+    for (int i = last - 1; i >= 0; --i) {
+      if (by_rank[i].empty()) continue;
       unpack_n(by_rank[i], tmp.get(), args.count, args.type, args.ti, args.team);
       reduce_into(tmp.get(), acc, args.count, args);
     }
+    return true;
   }
 
   Kind kind_;
@@ -317,6 +352,7 @@ std::unique_ptr<CollOp> make_inter_op(Kind kind) {
 
 Request* inter_start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
   part.root = args.root;
+  if (part.knows == Knows::kNothing && !rooted(kind)) part.knows = Knows::kRoot;
   return arrive(ep, std::move(part), [kind, &args] {
     std::unique_ptr<CollOp> op = make_inter_op(kind);
     op->args = args;

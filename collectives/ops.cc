@@ -37,7 +37,7 @@ void unpack_peer_blocks(CollOp& op, bool w) {
       const int dst = rd.get<int>();
       std::string b = rd.get_bytes();
       Part* p = part_of_rank(op, dst);
-      if (p == nullptr) continue;
+      if (p == nullptr || p->hole) continue;
       if (w) {
         unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
                  p->rtypes[src], p->rtis[src]);
@@ -59,15 +59,16 @@ class BarrierOp final : public CollOp {
 class BcastOp final : public CollOp {
  public:
   void start() override {
+    if (knows == Knows::kNothing) return;  // kNone (engine.h, "Erroneous endpoints")
     pattern = Pattern::kBcast;
     root_frag = c->frag_of[args.root];
-    if (Part* r = part_of_rank(*this, args.root))
-      out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    Part* r = part_of_rank(*this, args.root);
+    if (r != nullptr && !r->hole) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
   }
   void finish() override {
     const std::string& data = in[root_frag];
     for (Part& p : parts) {
-      if (p.rank != args.root) unpack_n(data, p.rbuf, p.rcount, p.rtype, p.rti);
+      if (p.rank != args.root && !p.hole) unpack_n(data, p.rbuf, p.rcount, p.rtype, p.rti);
     }
   }
 };
@@ -77,10 +78,12 @@ class GatherOp final : public CollOp {
  public:
   explicit GatherOp(bool all) : all_(all) {}
   void start() override {
+    if (!all_ && knows == Knows::kNothing) return;  // kNone
     pattern = all_ ? Pattern::kAllgather : Pattern::kGather;
     root_frag = all_ ? 0 : c->frag_of[args.root];
     BlobWriter w;
     for (const Part& p : parts) {
+      if (p.hole) continue;
       if (p.sbuf == in_place()) {  // the block already sits in the receive buffer
         put_ranked(
             w, p.rank,
@@ -96,7 +99,9 @@ class GatherOp final : public CollOp {
     for (const std::string& blob : in) {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
-          if ((!all_ && p.rank != args.root) || (p.sbuf == in_place() && r == p.rank)) continue;
+          if (p.hole || (!all_ && p.rank != args.root) || (p.sbuf == in_place() && r == p.rank)) {
+            continue;
+          }
           unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
         }
       });
@@ -111,10 +116,15 @@ class GatherOp final : public CollOp {
 class ScatterOp final : public CollOp {
  public:
   void start() override {
+    if (knows == Knows::kNothing) return;  // kNone
     pattern = Pattern::kScatter;
     root_frag = c->frag_of[args.root];
     Part* root = part_of_rank(*this, args.root);
     if (root == nullptr) return;
+    if (root->hole) {  // nothing to send: an empty blob for every fragment
+      out_for.assign(c->frag_leaders.size(), std::string());
+      return;
+    }
     std::vector<BlobWriter> w(c->frag_leaders.size());
     for (int r = 0; r < c->size; ++r) {
       put_ranked(w[c->frag_of[r]], r,
@@ -127,7 +137,7 @@ class ScatterOp final : public CollOp {
   void finish() override {
     for_ranked(in[c->my_frag == root_frag ? c->my_frag : root_frag], [&](int r, std::string& b) {
       Part* p = part_of_rank(*this, r);
-      if (p == nullptr || (r == args.root && p->rbuf == in_place())) return;
+      if (p == nullptr || p->hole || (r == args.root && p->rbuf == in_place())) return;
       unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
     });
   }
@@ -141,6 +151,7 @@ class AlltoallOp final : public CollOp {
     pattern = Pattern::kAlltoall;
     std::vector<BlobWriter> w(c->frag_leaders.size());
     for (const Part& p : parts) {
+      if (p.hole) continue;
       // Under EP_IN_PLACE the blocks to send sit where the received ones go.
       const bool in_place = p.sbuf == ep::in_place();
       for (int d = 0; d < c->size; ++d) {
@@ -196,6 +207,8 @@ Part* part_of_rank(CollOp& op, int rank) {
 }
 
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {
+  // A kind without a root needs no more than a hole knows of it (engine.h).
+  if (part.knows == Knows::kNothing && !rooted(kind)) part.knows = Knows::kRoot;
   if (ep->comm->inter) return inter_start(ep, kind, std::move(part), args);
   return arrive(ep, std::move(part), [kind, &args] {
     std::unique_ptr<CollOp> op = make_op(kind);

@@ -27,12 +27,16 @@ class ReduceOp final : public CollOp {
  public:
   explicit ReduceOp(Kind kind) : kind_(kind) {}
   void start() override {
+    if (knows == Knows::kNothing) return;  // kNone (engine.h, "Erroneous endpoints")
     pattern = kind_ == Kind::kReduce ? Pattern::kGather : Pattern::kAllgather;
     root_frag = kind_ == Kind::kReduce ? c->frag_of[args.root] : 0;
+    if (!has_data()) return;  // holes only: an empty blob (args may be unknown)
     ordered_ = commutative(args.op) || c->grouped;
     if (ordered_) {  // this fragment's partial, in rank order
       std::vector<const void*> xs;
-      for (const Part& p : parts) xs.push_back(input_of(p));
+      for (const Part& p : parts) {
+        if (!p.hole) xs.push_back(input_of(p));
+      }
       if (args.ti.contiguous) {  // combined straight into the blob
         out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
         reduce_all(xs, typed(out), args.count, args);
@@ -43,37 +47,44 @@ class ReduceOp final : public CollOp {
       }
     } else {  // every rank's input
       BlobWriter w;
-      for (const Part& p : parts)
-        put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      for (const Part& p : parts) {
+        if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      }
       out = w.take();
     }
   }
   void finish() override {
     if (kind_ == Kind::kReduce && c->my_frag != root_frag) return;
+    if (!has_data()) return;  // nothing to write here
+    // An empty blob is a fragment of holes' (engine.h): it adds nothing.  Partials of
+    // nothing (count 0) are empty too, and adding nothing changes nothing.
     if (ordered_ && args.ti.contiguous && kind_ != Kind::kReduceScatter) {
       finish_in_place();
       return;
     }
     TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    std::vector<std::string*> xs;  // the contributions in rank order
+    std::vector<std::string> by_rank;
     if (ordered_) {
-      const int n = static_cast<int>(in.size());
-      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti, args.team);
-      for (int f = n - 2; f >= 0; --f) {
-        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti, args.team);
-        reduce_into(tmp.get(), acc.get(), args.count, args);
-      }
+      for (std::string& blob : in) xs.push_back(&blob);
     } else {
-      std::vector<std::string> by_rank(static_cast<size_t>(c->size));
+      by_rank.resize(static_cast<size_t>(c->size));
       for (const std::string& blob : in) {
         for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
       }
-      unpack_n(by_rank[c->size - 1], acc.get(), args.count, args.type, args.ti);
-      for (int r = c->size - 2; r >= 0; --r) {
-        unpack_n(by_rank[r], tmp.get(), args.count, args.type, args.ti);
-        reduce_into(tmp.get(), acc.get(), args.count, args);
-      }
+      for (std::string& b : by_rank) xs.push_back(&b);
+    }
+    int last = static_cast<int>(xs.size()) - 1;
+    while (last >= 0 && xs[last]->empty()) --last;
+    if (last < 0) return;
+    unpack_n(*xs[last], acc.get(), args.count, args.type, args.ti, args.team);
+    for (int i = last - 1; i >= 0; --i) {
+      if (xs[i]->empty()) continue;
+      unpack_n(*xs[i], tmp.get(), args.count, args.type, args.ti, args.team);
+      reduce_into(tmp.get(), acc.get(), args.count, args);
     }
     for (Part& p : parts) {
+      if (p.hole) continue;
       if (kind_ == Kind::kAllreduce || (kind_ == Kind::kReduce && p.rank == args.root)) {
         copy_n(acc.get(), p.rbuf, args.count, args);
       } else if (kind_ == Kind::kReduceScatter) {
@@ -91,17 +102,19 @@ class ReduceOp final : public CollOp {
   void finish_in_place() {
     void* target = nullptr;
     for (Part& p : parts) {
-      if (kind_ == Kind::kAllreduce || p.rank == args.root) {
+      if (!p.hole && (kind_ == Kind::kAllreduce || p.rank == args.root)) {
         target = p.rbuf;
         break;
       }
     }
     if (target == nullptr || args.count == 0) return;
     std::vector<const void*> xs;
-    for (std::string& blob : in) xs.push_back(typed(blob));
+    for (std::string& blob : in) {
+      if (!blob.empty()) xs.push_back(typed(blob));
+    }
     reduce_all(xs, target, args.count, args);
     for (Part& p : parts) {
-      if (p.rbuf != target && (kind_ == Kind::kAllreduce || p.rank == args.root)) {
+      if (!p.hole && p.rbuf != target && (kind_ == Kind::kAllreduce || p.rank == args.root)) {
         copy_n(target, p.rbuf, args.count, args);
       }
     }
@@ -120,21 +133,30 @@ class ScanOp final : public CollOp {
   void start() override {
     pattern = Pattern::kAllgather;
     BlobWriter w;
-    for (const Part& p : parts)
-      put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+    for (const Part& p : parts) {
+      if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+    }
     out = w.take();
   }
   void finish() override {
+    if (!has_data()) return;
     std::vector<std::string> by_rank(static_cast<size_t>(c->size));
+    std::vector<bool> have(static_cast<size_t>(c->size), false);  // a hole's rank has none
     for (const std::string& blob : in) {
-      for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
+      for_ranked(blob, [&](int r, std::string& b) {
+        by_rank[r] = std::move(b);
+        have[r] = true;
+      });
     }
     TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
     for (Part& p : parts) {
-      const int last = exclusive_ ? p.rank - 1 : p.rank;  // x0 op ... op x(last)
+      if (p.hole) continue;
+      int last = exclusive_ ? p.rank - 1 : p.rank;  // x0 op ... op x(last)
+      while (last >= 0 && !have[last]) --last;
       if (last < 0) continue;  // Exscan at rank 0: the receive buffer is undefined
       unpack_n(by_rank[last], acc.get(), args.count, args.type, args.ti);
       for (int q = last - 1; q >= 0; --q) {
+        if (!have[q]) continue;
         unpack_n(by_rank[q], tmp.get(), args.count, args.type, args.ti);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
