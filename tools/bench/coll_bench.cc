@@ -19,6 +19,15 @@
 //   mpiexec -n 4 coll_bench mpi4   plain MPI with 4 processes ("MPI everywhere":
 //                                  MPI_Allreduce of 8 B, MPI_Barrier, MPI_Alltoall and
 //                                  MPI_Allgather of 64 KiB per process).
+//   mpiexec -n P coll_bench tree T  P processes x T endpoints (the blocking collectives of
+//                                  one fragment, collectives/fast.h): EP_Allreduce of 8 B,
+//                                  EP_Barrier, EP_Bcast and EP_Reduce of 8 B (root 0),
+//                                  EP_Allreduce of 1 MiB; with P >= 2 also the same MPI
+//                                  calls on the P processes (one thread each), repetitions
+//                                  interleaved.  --only NAME runs one of them
+//                                  (allreduce8, barrier, bcast8, reduce8, allreduce1m) and
+//                                  --iters N sets the 8-byte calls' count (instruction
+//                                  counts under callgrind).
 // --nb-only skips every row but the nonblocking ones (and their MPI-everywhere
 // baselines).
 // Each figure is the median over --reps repetitions of the mean time per operation
@@ -47,6 +56,8 @@ using ep_bench::now_s;
 
 int g_reps = 7;
 bool g_nb_only = false;
+std::string g_only;  // tree mode: the one measurement to run (empty: all)
+int g_iters = 0;     // tree mode: 8-byte calls per measurement (0: kSmallIters)
 constexpr int kSmallIters = 20000, kBigIters = 100, kDupIters = 300;
 // 4 busy-polling MPI processes on a 2-core machine take milliseconds per operation.
 constexpr int kOversubscribedIters = 300;
@@ -437,6 +448,97 @@ void with_endpoints(int rank) {
   }
 }
 
+// ---- Tree mode: the blocking collectives of one fragment ----------------------------------
+
+// Seconds per call of each measurement, endpoint 0 of rank 0; the MPI baselines on the
+// same processes when there are 2 or more.
+void tree_mode(int rank, int nep) {
+  int np = 1;
+  CHECK(MPI_Comm_size(MPI_COMM_WORLD, &np));
+  CHECK(EP_Init());
+  std::vector<EP_Comm> comms(static_cast<size_t>(nep));
+  CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, nep, MPI_INFO_NULL, comms.data()));
+  const int small = g_iters > 0 ? g_iters : kSmallIters;
+  const int total = np * nep;
+  auto want = [](const char* name) { return g_only.empty() || g_only == name; };
+  struct Row {
+    const char* name;
+    std::vector<double> ep, mpi;
+  };
+  std::vector<Row> rows = {{"allreduce8", {}, {}},
+                           {"barrier", {}, {}},
+                           {"bcast8", {}, {}},
+                           {"reduce8", {}, {}},
+                           {"allreduce1m", {}, {}}};
+  std::vector<std::vector<double>> big_in(static_cast<size_t>(nep),
+                                          std::vector<double>(kBigCount, 1.0)),
+      big_out(static_cast<size_t>(nep), std::vector<double>(kBigCount));
+  for (int r = 0; r < g_reps; ++r) {
+    std::vector<double> t(rows.size(), 0);
+    std::vector<std::thread> th;
+    for (int i = 0; i < nep; ++i) {
+      th.emplace_back([&, i] {
+        EP_Comm c = comms[static_cast<size_t>(i)];
+        double x = 1, y = 0;
+        std::vector<double> mine(rows.size(), 0);
+        if (want("allreduce8")) {
+          mine[0] = time_per_call(
+              small, [&] { CHECK(EP_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c)); });
+          if (y != total) {
+            std::fprintf(stderr, "coll_bench: wrong 8-byte result %g\n", y);
+            std::abort();
+          }
+        }
+        if (want("barrier")) mine[1] = time_per_call(small, [&] { CHECK(EP_Barrier(c)); });
+        if (want("bcast8")) {
+          mine[2] = time_per_call(small, [&] { CHECK(EP_Bcast(&x, 1, MPI_DOUBLE, 0, c)); });
+        }
+        if (want("reduce8")) {
+          mine[3] = time_per_call(
+              small, [&] { CHECK(EP_Reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, c)); });
+        }
+        if (want("allreduce1m")) {
+          std::vector<double>& in = big_in[static_cast<size_t>(i)];
+          std::vector<double>& out = big_out[static_cast<size_t>(i)];
+          mine[4] = time_per_call(kBigIters, [&] {
+            CHECK(EP_Allreduce(in.data(), out.data(), kBigCount, MPI_DOUBLE, MPI_SUM, c));
+          });
+          if (out[kBigCount - 1] != total) {
+            std::fprintf(stderr, "coll_bench: wrong 1 MiB result %g\n", out[kBigCount - 1]);
+            std::abort();
+          }
+        }
+        if (i == 0) t = mine;
+      });
+    }
+    for (auto& x : th) x.join();
+    for (size_t k = 0; k < rows.size(); ++k) rows[k].ep.push_back(t[k]);
+    if (np < 2) continue;
+    double x = 1, y = 0;
+    std::vector<double> bi(kBigCount, 1.0), bo(kBigCount);
+    auto mpi = [&](size_t k, int iters, const std::function<void()>& fn) {
+      if (!want(rows[k].name)) return;
+      CHECK(MPI_Barrier(MPI_COMM_WORLD));
+      rows[k].mpi.push_back(time_per_call(iters, fn));
+    };
+    mpi(0, small, [&] { CHECK(MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD)); });
+    mpi(1, small, [&] { CHECK(MPI_Barrier(MPI_COMM_WORLD)); });
+    mpi(2, small, [&] { CHECK(MPI_Bcast(&x, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD)); });
+    mpi(3, small, [&] { CHECK(MPI_Reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD)); });
+    mpi(4, kBigIters, [&] {
+      CHECK(MPI_Allreduce(bi.data(), bo.data(), kBigCount, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    });
+  }
+  for (EP_Comm& c : comms) CHECK(EP_Comm_free(&c));
+  CHECK(EP_Finalize());
+  if (rank != 0) return;
+  for (const Row& row : rows) {
+    if (!want(row.name)) continue;
+    std::printf("tree_%s_us %.4f\n", row.name, median(row.ep) * 1e6);
+    if (!row.mpi.empty()) std::printf("mpi%d_%s_us %.4f\n", np, row.name, median(row.mpi) * 1e6);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -450,8 +552,12 @@ int main(int argc, char** argv) {
   }
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--nb-only")) g_nb_only = true;
+    if (!std::strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--iters") && i + 1 < argc) g_iters = std::atoi(argv[i + 1]);
   }
-  if (mode == "mpi4") {
+  if (mode == "tree") {
+    tree_mode(rank, argc > 2 ? std::max(1, std::atoi(argv[2])) : 2);
+  } else if (mode == "mpi4") {
     mpi_only(rank);
   } else {
     with_endpoints(rank);

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds and runs libep's collective benchmark and prints its table.
 #
-# Usage: tools/bench/coll_run.sh [--reps N] [--nb-only]
+# Usage: tools/bench/coll_run.sh [--reps N] [--nb-only | --tree]
 #   mpiexec -n 2 coll_bench ep    libep (2 processes x 2 endpoints) and MPI on 2 processes
 #   mpiexec -n 4 coll_bench mpi4  MPI on 4 processes ("MPI everywhere")
 # --nb-only: only the nonblocking rows (6-9, issue 32) and their baselines.
+# --tree: instead, the blocking collectives of one fragment (collectives/fast.h) over
+#   1 process x 2 endpoints, 2 x 1 and 2 x 2 (mpiexec -n P coll_bench tree T), and plain
+#   MPI on the 2 processes.
 # Environment: BAZEL_OUTPUT_BASE, BAZEL, MPIEXEC as for tools/bench/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -15,6 +18,26 @@ mpiexec="${MPIEXEC:-mpiexec}"
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+
+if [[ " $* " == *" --tree "* ]]; then
+  args=()
+  for a in "$@"; do [[ $a == --tree ]] || args+=("$a"); done
+  echo "# libep coll_bench tree, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
+  echo "| layout | 8 B allreduce | barrier | 8 B bcast | 8 B reduce | 1 MiB allreduce |"
+  echo "|---|---:|---:|---:|---:|---:|"
+  for layout in "1 2" "2 1" "2 2"; do
+    set -- $layout
+    echo "coll_run.sh: $mpiexec -n $1 $exe tree $2 ${args[*]}" >&2
+    "$mpiexec" -n "$1" "$exe" tree "$2" "${args[@]}" >"$out"
+    v() { awk -v k="$1" '$1 == k { print $2 }' "$out"; }
+    echo "| libep $1 x $2 | $(v tree_allreduce8_us) us | $(v tree_barrier_us) us | $(v tree_bcast8_us) us | $(v tree_reduce8_us) us | $(v tree_allreduce1m_us) us |"
+    if [[ $1 == 2 && $2 == 1 ]]; then
+      echo "| MPI, 2 processes | $(v mpi2_allreduce8_us) us | $(v mpi2_barrier_us) us | $(v mpi2_bcast8_us) us | $(v mpi2_reduce8_us) us | $(v mpi2_allreduce1m_us) us |"
+    fi
+  done
+  exit 0
+fi
 echo "coll_run.sh: $mpiexec -n 2 $exe ep $*" >&2
 "$mpiexec" -n 2 "$exe" ep "$@" >>"$out"
 echo "coll_run.sh: $mpiexec -n 4 $exe mpi4 $*" >&2
