@@ -5,7 +5,7 @@
 
 namespace ep::api {
 
-int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part&& part,
                    const collectives::OpArgs& a, EP_Request* request) {
   int err = EP_SUCCESS;
   if (request == nullptr && ep::collectives::run_fast(ep, kind, part, a, &err)) return err;
@@ -22,7 +22,7 @@ int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
   return err;
 }
 
-int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part&& part,
                 const collectives::OpArgs& a, Knows knows, EP_Request* request, int err) {
   if (err == EP_SUCCESS) return handle(ep, run_collective(ep, kind, std::move(part), a, request));
   collectives::Part hole;

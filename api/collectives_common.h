@@ -20,7 +20,7 @@ namespace ep::api {
 // Starts the collective; a blocking call (request == nullptr) takes the blocking fast
 // path where it applies (collectives/fast.h), else waits for the operation.  Returns the
 // code before the error handler (the caller applies handle()).
-int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+int run_collective(Endpoint* ep, collectives::Kind kind, collectives::Part&& part,
                    const collectives::OpArgs& a, EP_Request* request);
 
 using collectives::Knows;
@@ -31,7 +31,7 @@ using collectives::Knows;
 // other endpoints complete (API.md): a blocking call waits for the operation, a
 // nonblocking one lets it finish on its own and returns no request.  Returns the code
 // after ep's error handler.
-int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part part,
+int run_or_join(Endpoint* ep, collectives::Kind kind, collectives::Part&& part,
                 const collectives::OpArgs& a, Knows knows, EP_Request* request, int err);
 // A nonblocking entry point whose caller passed a NULL request pointer passes this on
 // instead, so that the call still takes part (as a hole) before it fails.

@@ -4,7 +4,8 @@
 // both forms: the nonblocking call returns start()'s request, the blocking one waits for
 // it), through one engine (engine.h: local arrival, an exchange among fragments, local
 // finish).  On intracommunicators the families are in ops.cc and ops_reduce.cc; blocking
-// calls start and wait, except the allreduces that take the blocking fast path (fast.h).
+// calls start and wait, except barrier, bcast, reduce and allreduce, which meet on
+// their fragment's tree (fast.h) and use the engine only to reach other fragments.
 // So a nonblocking collective has the same hierarchical shape as its blocking form: one
 // exchange among fragment leaders, progressed by the engine's pass hook (the progress
 // thread, or a waiter); many may be outstanding on one or several communicators, each
@@ -37,9 +38,11 @@
 //     layout: each fragment's blob carries (rank, bytes) records (Alltoall: (source,
 //     destination, bytes)), packed with the sender's datatype (per peer for Alltoallw)
 //     and unpacked with the receiver's, so no layout takes a different path;
-//   - the blocking fast path (fast.h) serves only blocking allreduces with a predefined
-//     op; every nonblocking collective, and every other blocking one, runs on the
-//     engine whatever the layout.
+//   - blocking barrier, bcast, reduce and allreduce meet on the fragment's tree (fast.h):
+//     one fragment needs nothing else; among several, allreduces with a predefined op
+//     exchange over pcomm and the rest run one engine operation per fragment; every
+//     nonblocking collective, and every other blocking one, runs on the engine whatever
+//     the layout.
 // Reductions differ:
 //   - op commutative, or layout grouped (each fragment's ranks contiguous): every
 //     fragment combines its endpoints' inputs in rank order (in parallel chunks when
@@ -57,12 +60,14 @@
 // release_scratch runs in EP_Finalize, after every collective.
 //
 // Memory ordering: a started operation's outputs are released by request_complete and
-// acquired by request_wait/test (engine.h); run_fast's outputs by the fast path's
-// generation word (fast.h).
+// acquired by request_wait/test (engine.h); run_fast's outputs by the release of the
+// fragment's tree (fast.h, tree.h).
 #ifndef EP_COLLECTIVES_COLL_H_
 #define EP_COLLECTIVES_COLL_H_
 
 #include <mpi.h>
+
+#include <vector>
 
 #include "collectives/engine.h"
 #include "runtime/comm.h"
@@ -96,9 +101,16 @@ inline bool rooted(Kind k) {
 // endpoint's buffers; for the non-v forms the caller fills the per-rank counts and
 // displacements too.
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args);
-// A blocking allreduce on an intracommunicator through the fast path (fast.h): true if
-// it took it (then *err holds the result), false if the call must go through start().
+// A blocking barrier, bcast, reduce or allreduce on an intracommunicator, on the
+// fragment's tree (fast.h): true if it took it (then *err holds the result), false if
+// the call must go through start().
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& args, int* err);
+// One engine operation for all of c's local endpoints at once (`parts` by local index;
+// intracommunicators), started by one thread acting for them all - each endpoint's
+// hidden tag advances as if it had called start itself, which it must not do for this
+// operation.  Returns one request (held by caller + operation); the operation writes
+// every part's outputs.
+Request* start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const OpArgs& args);
 // Frees the scratch buffers reductions keep for reuse (EP_Finalize).
 void release_scratch();
 

@@ -23,11 +23,12 @@ namespace {
 
 // The collective state of one fragment (CommShared::coll_state).
 struct FragState {
+  explicit FragState(int n) : fast(n) {}
   std::mutex mu;
   std::map<int, std::unique_ptr<CollOp>> arriving;  // by tag, guarded by mu
   std::vector<std::unique_ptr<CollOp>> active;      // started, guarded by mu
   std::atomic<bool> advancing{false};               // one advancing thread at a time
-  FastState fast;                                   // the blocking fast path (fast.h)
+  FastState fast;                                   // the blocking tree collectives (fast.h)
 };
 
 // Fragments with active operations.  A fragment enters in run() and leaves in
@@ -44,8 +45,7 @@ FragState* state_of(CommShared* c) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (c->coll_state.load(std::memory_order_relaxed) == nullptr) {  // relaxed: under g_mu
     c->coll_state_free = [](void* p) { delete static_cast<FragState*>(p); };
-    auto* fs = new FragState;
-    fs->fast.slots.resize(c->local.size());
+    auto* fs = new FragState(static_cast<int>(c->local.size()));
     c->coll_state.store(fs, std::memory_order_release);
   }
   return static_cast<FragState*>(c->coll_state.load(std::memory_order_relaxed));
@@ -179,7 +179,9 @@ bool round_done(CollOp& op) {
 }
 
 void complete_parts(CollOp& op) {
-  for (Part& p : op.parts) runtime::request_complete(p.req);
+  for (Part& p : op.parts) {
+    if (p.req != nullptr) runtime::request_complete(p.req);  // start_fragment: parts[0]'s only
+  }
 }
 
 void finish_op(CollOp& op) {
@@ -349,6 +351,28 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
     }
   }
   if (started) run(std::move(started), fs);
+  return r;
+}
+
+Request* run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op) {
+  FragState* fs = state_of(c);
+  // Every local endpoint's count advances, as if each had called start (one tag for all).
+  const int tag = runtime::hidden_tag(c->local[0].get());
+  for (size_t i = 1; i < c->local.size(); ++i) runtime::hidden_tag(c->local[i].get());
+  Request* r = runtime::request_new(runtime::RequestKind::kColl, /*user_handle=*/true);
+  r->needs_engine = c->frag_leaders.size() > 1 || c->inter;
+  op->c = c;
+  op->tag = tag;
+  op->knows = Knows::kNothing;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i].rank = c->local[i]->rank;
+    parts[i].req = i == 0 ? r : nullptr;
+    if (parts[i].knows > op->knows) op->knows = parts[i].knows;
+  }
+  op->parts = std::move(parts);
+  op->args.team = runtime::current_team();  // the caller is the member that started it
+  if (op->args.team != nullptr) op->args.team->ref();
+  run(std::move(op), fs);
   return r;
 }
 

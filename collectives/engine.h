@@ -25,11 +25,13 @@
 // operation), so outstanding collectives on one communicator never mix their messages,
 // and each completes in the order MPI matching gives (by number, not by timing).
 //
-// The blocking fast path.  Blocking allreduces with a predefined op (small, or large on
-// a contiguous type) skip this engine: the fragment's endpoints meet at one arrival
-// counter and the last exchanges over a process-level MPI communicator - the one place
-// the collectives call MPI for traffic themselves.  Which calls take it, its protocol,
-// communicators, vote and fallback: fast.h.
+// The blocking tree.  Blocking barriers, bcasts, reductions and allreduces on an
+// intracommunicator skip this engine's arrival: the fragment's endpoints meet on a
+// combining tree (tree.h) and its completer reaches the other fragments - over a
+// process-level MPI communicator for an allreduce with a predefined op (the one place
+// the collectives call MPI for traffic themselves), else through one engine operation
+// for the whole fragment (start_fragment, run_for_fragment).  Which calls take which
+// way, the plans, communicators, vote and fallback: fast.h.
 //
 // Threading: arrival runs under the fragment's mutex (FragState::mu, engine.cc).  A
 // started op's schedule is advanced by one thread at a time (FragState::advancing, a
@@ -128,6 +130,10 @@ struct OpArgs {
   // waiting in EP_Team_leave/sync take chunks of the combine and copy steps.  The op
   // holds a reference (dropped by ~CollOp).
   runtime::Team* team = nullptr;
+  // False: a large combine step stays on the calling thread rather than oneTBB's
+  // (reduce_util.h), because the fragment's endpoints already split the work among
+  // themselves (fast.h, shares).
+  bool parallel = true;
 };
 
 // What a collective does in phases 1 and 3 (phase 2 is the pattern).

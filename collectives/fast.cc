@@ -1,7 +1,10 @@
-// fast.cc - the blocking fast path of allreduce (fast.h): who takes it, the arrival
-// protocol, and the last arrival's combine around the exchange (pcomm.cc).
+// fast.cc - the blocking barrier, bcast, reduce and allreduce on the fragment's tree
+// (fast.h): what each endpoint contributes, how nodes combine, the plan round 1's
+// completer makes, and how the members carry it out.
 #include "collectives/fast.h"
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,11 +15,20 @@
 #include "collectives/reduce_util.h"
 #include "runtime/error.h"
 #include "runtime/exchange.h"
+#include "runtime/reduce.h"
 #include "runtime/team.h"
-#include "runtime/wait.h"
 
 namespace ep::collectives {
 namespace {
+
+// What the members do after round 1 (TreeRelease::plan).
+enum Plan : uint32_t {
+  kDone,        // nothing: the completer did it all, or there is nothing to do
+  kResult,      // each receiver takes its result from the release's data
+  kShareAll,    // allreduce in shares: combine, round 2, copy, round 3
+  kShareRoot,   // reduce in shares into the root's buffer, round 2
+  kShareBcast,  // each receiver copies from the root's buffer, round 2
+};
 
 // The predefined ops a collective reduction may use (MPI_REPLACE and MPI_NO_OP are for
 // accumulates only); all of them are commutative.
@@ -28,15 +40,130 @@ bool predefined_op(MPI_Op op) {
   return false;
 }
 
+int64_t bytes_of(const OpArgs& a) { return a.ti.size * a.count; }
+
+// Elements laid out as their packed bytes.
+bool dense(const TypeInfo& ti) { return ti.contiguous && ti.true_lb == 0; }
+
+// An allreduce among several fragments that the exchange on pcomm (or its fallback)
+// can carry: any other goes to the engine.
+bool exchange_ok(const OpArgs& a) {
+  return predefined_op(a.op) && (bytes_of(a) <= kFastBytes || a.ti.contiguous);
+}
+
+// Whether a reduction's inputs travel by value through the slots (fast.h).
+bool by_value(Kind kind, const OpArgs& a, int nfrag) {
+  const int64_t bytes = bytes_of(a);
+  if (bytes <= 0 || bytes > kTreeInline || !dense(a.ti)) return false;
+  return nfrag == 1 || (kind == Kind::kAllreduce && exchange_ok(a));
+}
+
+// The size of a bcast's data, packed (the root's and every receiver's agree).
+int64_t bcast_bytes(const Part& p) { return p.rti.size * p.rcount; }
+
+const char* call_name(Kind kind) {
+  switch (kind) {
+    case Kind::kBarrier:
+      return "EP_Barrier";
+    case Kind::kBcast:
+      return "EP_Bcast";
+    case Kind::kReduce:
+      return "EP_Reduce";
+    default:
+      return "EP_Allreduce";
+  }
+}
+
+// out = items[0] op (items[1] op (... op items[k-1])) for k >= 1 dense values of `a`,
+// `out` apart from all of them.
+void combine_values(const void* const* items, int k, void* out, const OpArgs& a) {
+  const size_t bytes = static_cast<size_t>(bytes_of(a));
+  if (k == 1) {
+    runtime::copy_bytes(out, items[0], bytes);
+    return;
+  }
+  if (!runtime::reduce_builtin3(items[k - 2], items[k - 1], out, a.count, a.type, a.op)) {
+    runtime::copy_bytes(out, items[k - 1], bytes);
+    MPI_Reduce_local(items[k - 2], out, a.count, a.type, a.op);
+  }
+  for (int j = k - 3; j >= 0; --j) {
+    if (!runtime::reduce_builtin(items[j], out, a.count, a.type, a.op)) {
+      MPI_Reduce_local(items[j], out, a.count, a.type, a.op);
+    }
+  }
+}
+
+// The tree's combine (tree.h) of one node, on whichever thread completes it: the
+// subtree's best-informed arrival and, for a reduction by value, its partial in rank
+// order - into the release's data at the root.
+struct Combine {
+  FastState* fs;
+  bool reduction;
+  void operator()(int node) const {
+    FastState::Member& m = fs->members[node];
+    TreeSlot* s = fs->slots.get() + node;
+    const OpArgs* best = m.args;
+    Knows knows = m.part->knows;
+    const void* items[32];
+    int k = 0;
+    if (reduction && (s->own & kTreeData) != 0) items[k++] = s->in;
+    tree_for_children(node, fs->table.n, [&](int ch) {
+      const FastState::Member& cm = fs->members[ch];
+      if (cm.sub_knows > knows) {
+        knows = cm.sub_knows;
+        best = cm.sub_args;
+      }
+      const TreeSlot* cs = fs->slots.get() + ch;
+      if ((cs->sub & kTreeData) != 0) items[k++] = (cs->sub & kTreeInAcc) != 0 ? cs->acc : cs->in;
+    });
+    m.sub_args = best;
+    m.sub_knows = knows;
+    // Items come from valid endpoints only, which know all: `best` describes them.
+    if (k == 0) {
+      s->sub = 0;
+    } else if (node == 0) {
+      combine_values(items, k, fs->release.data, *best);
+      s->sub = kTreeData;
+    } else if (k == 1 && items[0] == s->in) {
+      s->sub = kTreeData;  // the member's own input alone: its parent reads it there
+    } else {
+      combine_values(items, k, s->acc, *best);
+      s->sub = kTreeData | kTreeInAcc;
+    }
+  }
+};
+
+// ---- Round 1's completer ----------------------------------------------------------------
+
+// The engine way: one operation for the whole fragment, waited for here.  Returns the
+// EP_* code (EP_SUCCESS if every endpoint is a hole).
+int run_engine(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
+  const int n = fs->table.n;
+  std::vector<Part> parts(static_cast<size_t>(n));
+  bool any_valid = false;
+  for (int k = 0; k < n; ++k) {
+    parts[k] = *fs->members[k].part;
+    any_valid |= !parts[k].hole;
+  }
+  Request* r = start_fragment(c, kind, std::move(parts), a);
+  runtime::request_wait(r);
+  int err = EP_SUCCESS;
+  if (any_valid) {
+    err = r->status.EP_ERROR;
+    if (r->mpi_error != MPI_SUCCESS) err = runtime::report_mpi_failure(r, call_name(kind));
+  }
+  runtime::request_unref(r);
+  return err;
+}
+
 // A scratch buffer of the op's count and type, made at the first get(): on the stack
-// when a contiguous type fits kFastBytes, else a TypedBuffer.
+// when a dense type fits kFastBytes, else a TypedBuffer.
 class FastScratch {
  public:
   explicit FastScratch(const OpArgs& a) : a_(a) {}
   void* get() {
     if (ptr_ != nullptr) return ptr_;
-    if (a_.ti.contiguous && a_.ti.true_lb == 0 && a_.ti.extent == a_.ti.size &&
-        a_.ti.size * a_.count <= kFastBytes) {
+    if (dense(a_.ti) && bytes_of(a_) <= kFastBytes) {
       ptr_ = stack_;
     } else {
       heap_ = std::make_unique<TypedBuffer>(a_.count, a_.type);
@@ -52,167 +179,327 @@ class FastScratch {
   void* ptr_ = nullptr;
 };
 
-// Where the last arrival combines the fragment's partial and then the result: the
-// output buffer of an endpoint that did not pass EP_IN_PLACE (combining needs a target
-// apart from every input), else scratch.  A lone endpoint's buffers serve as they are.
-void* combine_target(const std::vector<const void*>& xs, const std::vector<void*>& outs,
-                     FastScratch& scratch) {
-  if (outs.size() == 1) return outs[0];
-  for (size_t i = 0; i < outs.size(); ++i) {
-    if (xs[i] != outs[i]) return outs[i];
-  }
-  return scratch.get();  // every endpoint passed EP_IN_PLACE
+// Zeros of the op's count and type at `buf` (what a fragment of holes adds).
+void fill_zeros(void* buf, const OpArgs& a) {
+  unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.type, a.ti);
 }
 
-// The ring (large, on pcomm): combines the inputs `xs`, exchanges and writes every
-// output but `acc`.  Returns an EP_* code.
-int run_ring(CommShared* c, FastState* fs, const std::vector<const void*>& xs, void* acc,
-             const std::vector<void*>& all_outs, const OpArgs& a) {
+// The exchange among fragments on `acc` (this fragment's partial in, the total out).
+// Returns an EP_* code.
+int exchange_partial(CommShared* c, FastState* fs, void* acc, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
-  std::vector<void*> outs;
-  for (void* o : all_outs) {
-    if (o != acc) outs.push_back(o);
+  if (fs->pcomm != MPI_COMM_NULL && bytes_of(a) > kFastBytes) {  // the ring (contiguous)
+    // A helper team's waiting members take chunks of the ring's combine steps
+    // (runtime/team.h); the reference keeps the team while they may run them.
+    OpArgs la = a;
+    if ((la.team = runtime::current_team()) != nullptr) la.team->ref();
+    TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
+    const int err = runtime::from_mpi(
+        ring_exchange(fs->pcomm, c->my_frag, nfrag, {acc}, acc, {}, block.get(), la));
+    if (la.team != nullptr) la.team->unref();
+    return err;
   }
-  // One block of scratch: the largest block has ceil(count / nfrag) elements.
-  TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
-  return runtime::from_mpi(
-      ring_exchange(fs->pcomm, c->my_frag, nfrag, xs, acc, outs, block.get(), a));
-}
-
-// The fallback exchange (no pcomm): every fragment's partial `in` through
-// frag_allgather on kFastTag, combined in fragment order into `acc`.
-void run_fallback(CommShared* c, const void* in, void* acc, FastScratch& tmp, const OpArgs& a) {
-  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  FastScratch tmp(a);
+  if (fs->pcomm != MPI_COMM_NULL) {
+    return runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, tmp.get(), a));
+  }
+  // The fallback: every fragment's partial through frag_allgather on kFastTag, combined
+  // in fragment order.
   std::vector<std::string> blobs =
-      runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.type, a.ti));
+      runtime::frag_allgather(c, kFastTag, pack_n(acc, a.count, a.type, a.ti));
   unpack_n(blobs[nfrag - 1], acc, a.count, a.type, a.ti);
   for (int f = nfrag - 2; f >= 0; --f) {
     unpack_n(blobs[f], tmp.get(), a.count, a.type, a.ti);
     reduce_into(tmp.get(), acc, a.count, a);
   }
+  return EP_SUCCESS;
 }
 
-// The fast way, on the last arrival: every slot has arrived; `a` describes them.
-// Returns an EP_* code.
-int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
-  const int nfrag = static_cast<int>(c->frag_leaders.size());
-  if (nfrag > 1 && !fs->pcomm_tried) make_pcomm(c, fs);
-  // The inputs and outputs of the endpoints that are not holes.
-  std::vector<const void*> xs;
-  std::vector<void*> outs;
-  for (const FastState::Slot& s : fs->slots) {
-    if (s.part->hole) continue;
-    xs.push_back(input_of(*s.part));
-    outs.push_back(s.part->rbuf);
+// Shares: numbers the valid endpoints (FastState::Member::share); returns how many.
+int number_shares(FastState* fs) {
+  int v = 0;
+  for (int k = 0; k < fs->table.n; ++k) {
+    FastState::Member& m = fs->members[k];
+    m.share = m.part->hole ? -1 : v++;
   }
-  FastScratch scratch(a), tmp(a);
-  if (outs.empty()) {
+  return v;
+}
+
+// Plans a reduction or bcast of one fragment, or an allreduce's exchange among several.
+void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpArgs& a) {
+  TreeRelease& rel = fs->release;
+  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (bytes_of(a) == 0) return;  // every fragment skips (count 0)
+  if (nfrag == 1) {
+    if (by_value(Kind::kAllreduce, a, nfrag)) {
+      if (root_has_data) rel.plan = kResult;  // else holes only
+      return;
+    }
+    fs->shares = number_shares(fs);
+    if (fs->shares > 0) rel.plan = kShareAll;
+    return;
+  }
+  if (!fs->pcomm_tried) make_pcomm(c, fs);
+  if (by_value(Kind::kAllreduce, a, nfrag)) {
     // A fragment of holes that knows the arguments adds zeros (what a hole contributes
     // is unspecified) so that the other fragments' exchange goes on.
-    void* z = scratch.get();
-    unpack_n(std::string(static_cast<size_t>(a.ti.size * a.count), '\0'), z, a.count, a.type, a.ti);
-    xs.push_back(z);
+    if (!root_has_data) fill_zeros(rel.data, a);
+    rel.err = exchange_partial(c, fs, rel.data, a);
+    rel.plan = kResult;
+    return;
   }
-  void* acc = outs.empty() ? tmp.get() : combine_target(xs, outs, scratch);  // partial, result
-  const bool ring = nfrag > 1 && fs->pcomm != MPI_COMM_NULL && a.ti.size * a.count > kFastBytes;
-  if (ring) return run_ring(c, fs, xs, acc, outs, a);
-  const void* in = xs[0];
-  if (xs.size() > 1) {
-    reduce_all(xs, acc, a.count, a);
-    in = acc;
+  fs->shares = number_shares(fs);
+  // The fragment's partial goes to an output that is not also its endpoint's input,
+  // else to scratch; the exchange runs in round 2.
+  fs->acc = nullptr;
+  for (int k = 0; k < fs->table.n && fs->acc == nullptr; ++k) {
+    const Part& p = *fs->members[k].part;
+    if (!p.hole && input_of(p) != p.rbuf) fs->acc = p.rbuf;
   }
-  int err = EP_SUCCESS;
-  if (nfrag > 1 && fs->pcomm != MPI_COMM_NULL) {
-    if (in != acc) copy_n(in, acc, a.count, a);
-    FastScratch other(a);
-    err = runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, other.get(), a));
-  } else if (nfrag > 1) {
-    FastScratch other(a);
-    run_fallback(c, in, acc, other, a);
-  } else if (in != acc) {
-    copy_n(in, acc, a.count, a);
+  if (fs->acc == nullptr) {
+    fs->scratch = std::make_unique<TypedBuffer>(a.count, a.type);
+    fs->acc = fs->scratch->get();
+    if (fs->shares == 0) fill_zeros(fs->acc, a);
   }
-  for (void* o : outs) {
-    if (o != acc) copy_n(acc, o, a.count, a);
-  }
-  return err;
+  rel.plan = kShareAll;
 }
 
-// The engine way, on the last arrival: the engine's operation for every endpoint of the
-// fragment (each endpoint's arrival as if it had called start), then a wait for all of
-// them.  Returns the code of an endpoint that is not a hole (EP_SUCCESS if all are).
-int engine_last(CommShared* c, FastState* fs, const OpArgs& a) {
-  const size_t n = fs->slots.size();
-  std::vector<Request*> reqs(n);
-  for (size_t i = 0; i < n; ++i) {
-    const FastState::Slot& s = fs->slots[i];
-    reqs[i] = start(c->local[i].get(), Kind::kAllreduce, *s.part, s.part->knows == Knows::kAll ? *s.args : a);
+// Round 1's completer: decides the plan from the best-informed arrival (the root's
+// subtree is the whole fragment) and does what falls to it.
+void complete_round1(CommShared* c, FastState* fs, Kind kind) {
+  TreeRelease& rel = fs->release;
+  rel.err = EP_SUCCESS;
+  rel.plan = kDone;
+  const FastState::Member& top = fs->members[0];
+  const Knows knows = top.sub_knows;
+  const OpArgs& a = *top.sub_args;
+  fs->plan_args = &a;
+  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (kind == Kind::kAllreduce) {
+    // A fragment of holes that knows nothing skips the exchange (engine.h).
+    if (knows != Knows::kAll) return;
+    if (nfrag > 1 && !exchange_ok(a)) {
+      rel.err = run_engine(c, fs, kind, a);
+      return;
+    }
+    plan_allreduce(c, fs, (fs->slots[0].sub & kTreeData) != 0, a);
+    return;
   }
-  int err = EP_SUCCESS;
-  for (size_t i = 0; i < n; ++i) {
-    runtime::request_wait(reqs[i]);
-    if (!fs->slots[i].part->hole) {
-      if (err == EP_SUCCESS) err = reqs[i]->status.EP_ERROR;
-      if (reqs[i]->mpi_error != MPI_SUCCESS) {
-        err = runtime::report_mpi_failure(reqs[i], "EP_Allreduce");
+  if (nfrag > 1) {  // barrier, bcast, reduce among fragments: the engine's messages
+    rel.err = run_engine(c, fs, kind, a);
+    return;
+  }
+  if (kind == Kind::kBarrier) return;
+  // Bcast and reduce in one fragment: nothing to do for a root nobody knows or a hole.
+  if (knows == Knows::kNothing) return;
+  const int rl = c->addr[a.root].local;
+  fs->root_local = rl;
+  const Part& root = *fs->members[rl].part;
+  if (root.hole) return;
+  if (kind == Kind::kBcast) {
+    const int64_t bytes = bcast_bytes(root);
+    if (bytes == 0) return;
+    if ((fs->slots[rl].own & kTreeData) != 0) {  // packed into the root's slot
+      std::memcpy(rel.data, fs->slots[rl].in, static_cast<size_t>(bytes));
+      rel.bytes = bytes;
+      rel.plan = kResult;
+    } else {
+      rel.plan = kShareBcast;
+    }
+    return;
+  }
+  // Reduce: the root is valid, so `a` is an informed arrival's.
+  if (bytes_of(a) == 0) return;
+  if (by_value(kind, a, nfrag)) {
+    rel.plan = kResult;
+  } else {
+    fs->shares = number_shares(fs);
+    rel.plan = kShareRoot;
+  }
+}
+
+// ---- The members ------------------------------------------------------------------------
+
+// What endpoint `me` puts into its slot before it arrives (TreeSlot::own).
+uint32_t contribute(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, TreeSlot* s) {
+  if (part.hole) return 0;
+  const int nfrag = static_cast<int>(ep->comm->frag_leaders.size());
+  if (kind == Kind::kAllreduce || kind == Kind::kReduce) {
+    if (!by_value(kind, a, nfrag)) return 0;
+    runtime::copy_bytes(s->in, input_of(part), static_cast<size_t>(bytes_of(a)));
+    return kTreeData;
+  }
+  if (kind == Kind::kBcast && ep->rank == a.root && nfrag == 1) {
+    const int64_t bytes = bcast_bytes(part);
+    if (bytes == 0 || bytes > kTreeInline) return 0;
+    runtime::pack(part.rbuf, part.rcount, part.rtype, part.rti, s->in);
+    return kTreeData;
+  }
+  return 0;
+}
+
+// kResult: the receivers take the release's data.
+void take_result(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, FastState* fs) {
+  if (part.hole) return;
+  const TreeRelease& rel = fs->release;
+  switch (kind) {
+    case Kind::kAllreduce:
+      runtime::copy_bytes(part.rbuf, rel.data, static_cast<size_t>(bytes_of(a)));
+      return;
+    case Kind::kReduce:
+      if (ep->rank == a.root) {
+        runtime::copy_bytes(part.rbuf, rel.data, static_cast<size_t>(bytes_of(a)));
+      }
+      return;
+    case Kind::kBcast:
+      if (ep->rank != a.root) {
+        runtime::unpack(rel.data, rel.bytes, part.rbuf, part.rcount, part.rtype, part.rti);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// The range [*b, *e) of share s of `shares` over `count` elements.
+void share_range(int count, int s, int shares, int64_t* b, int64_t* e) {
+  *b = static_cast<int64_t>(count) * s / shares;
+  *e = static_cast<int64_t>(count) * (s + 1) / shares;
+}
+
+// Combines this endpoint's share of every valid input, in rank order, into `target`
+// (the share's place in the full vector); through scratch when `target` is also an
+// input there (EP_IN_PLACE).
+void combine_share(FastState* fs, int share, void* target, const OpArgs& la) {
+  int64_t b = 0, e = 0;
+  share_range(la.count, share, fs->shares, &b, &e);
+  if (b == e) return;
+  const int len = static_cast<int>(e - b);
+  std::vector<const void*> xs;
+  xs.reserve(static_cast<size_t>(fs->shares));
+  void* out = elem(target, b, la.ti);
+  bool aliased = false;
+  for (int k = 0; k < fs->table.n; ++k) {
+    const Part& p = *fs->members[k].part;
+    if (p.hole) continue;
+    xs.push_back(elem(input_of(p), b, la.ti));
+    aliased |= xs.back() == out;
+  }
+  if (!aliased) {
+    reduce_all(xs, out, len, la);
+    return;
+  }
+  TypedBuffer tmp(len, la.type);
+  reduce_all(xs, tmp.get(), len, la);
+  copy_n(tmp.get(), out, len, la);
+}
+
+// kShareAll, kShareRoot and kShareBcast on endpoint `ep`.  Returns the EP_* code.
+int run_shares(Endpoint* ep, const Part& part, FastState* fs) {
+  const int me = ep->local_index;
+  const TreeTable& t = fs->table;
+  const uint32_t plan = fs->release.plan;
+  const FastState::Member& m = fs->members[me];
+  if (plan == kShareBcast) {
+    const Part& root = *fs->members[fs->root_local].part;
+    if (!part.hole && me != fs->root_local) {
+      runtime::copy(root.rbuf, root.rcount, root.rtype, root.rti, part.rbuf, part.rcount,
+                    part.rtype, part.rti, std::min(bcast_bytes(root), bcast_bytes(part)));
+    }
+    tree_sync(t, me, [] {});  // the root's buffer stays until every copy is done
+    return EP_SUCCESS;
+  }
+  // Each endpoint combines its share on its own thread: oneTBB's chunks only when the
+  // process has cores to spare beyond the fragment's endpoints.
+  OpArgs la = *fs->plan_args;
+  la.parallel = process_cores() > t.n;
+  if ((la.team = runtime::current_team()) != nullptr) la.team->ref();
+  const bool multi = ep->comm->frag_leaders.size() > 1;
+  if (m.share >= 0) {
+    void* target = plan == kShareRoot ? fs->members[fs->root_local].part->rbuf
+                                      : (multi ? fs->acc : part.rbuf);
+    combine_share(fs, m.share, target, la);
+  }
+  CommShared* c = ep->comm;
+  tree_sync(t, me, [c, fs, multi, plan] {
+    fs->release.err = EP_SUCCESS;
+    if (plan == kShareAll && multi) {
+      fs->release.err = exchange_partial(c, fs, fs->acc, *fs->plan_args);
+    }
+  });
+  const int err = fs->release.err;
+  if (plan == kShareAll) {
+    if (multi) {
+      if (!part.hole && part.rbuf != fs->acc) copy_n(fs->acc, part.rbuf, la.count, la);
+    } else if (m.share >= 0) {
+      for (int k = 0; k < t.n; ++k) {  // the shares the others computed, from their outputs
+        const FastState::Member& o = fs->members[k];
+        if (o.share < 0 || k == me) continue;
+        int64_t b = 0, e = 0;
+        share_range(la.count, o.share, fs->shares, &b, &e);
+        if (b < e) {
+          copy_n(elem(o.part->rbuf, b, la.ti), elem(part.rbuf, b, la.ti), static_cast<int>(e - b),
+                 la);
+        }
       }
     }
-    runtime::request_unref(reqs[i]);
+    tree_sync(t, me, [fs] {  // every output stays until the others copied from it
+      fs->scratch.reset();
+      fs->acc = nullptr;
+    });
   }
-  return err;
-}
-
-// The last arrival's work: every slot has arrived.  Returns an EP_* code.
-int run_last(CommShared* c, FastState* fs, runtime::Team* team) {
-  const OpArgs* informed = nullptr;
-  for (const FastState::Slot& s : fs->slots) {
-    if (s.part->knows == Knows::kAll) {
-      informed = s.args;
-      break;
-    }
-  }
-  // A fragment of holes that knows nothing skips the exchange (engine.h).
-  if (informed == nullptr) return EP_SUCCESS;
-  const OpArgs& a = *informed;
-  if (!predefined_op(a.op) || (a.ti.size * a.count > kFastBytes && !a.ti.contiguous)) {
-    return engine_last(c, fs, a);
-  }
-  // A helper team's waiting members take chunks of a large combine (runtime/team.h), as
-  // on the engine's path; the reference keeps the team while they may run them.
-  OpArgs la = a;
-  if (a.ti.size * a.count > kFastBytes && (la.team = team) != nullptr) la.team->ref();
-  const int err = fast_last(c, fs, la);
   if (la.team != nullptr) la.team->unref();
   return err;
 }
 
 }  // namespace
 
+FastState::FastState(int n)
+    : slots(new TreeSlot[static_cast<size_t>(n)]),
+      slot_addr(static_cast<size_t>(n)),
+      members(new Member[static_cast<size_t>(n)]) {
+  for (int k = 0; k < n; ++k) slot_addr[k] = &slots[k];
+  table.n = n;
+  table.slot = slot_addr.data();
+  table.release = &release;
+  table.crowd = n > process_cores() ? runtime::Crowd::kYes : runtime::Crowd::kNo;
+}
+
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
-  // Barriers and intercommunicators stay on the engine's path (fast.h).
-  if (kind != Kind::kAllreduce || ep->comm->inter) return false;
+  if (ep->comm->inter) return false;  // intercommunicators stay on the engine
+  if (kind != Kind::kBarrier && kind != Kind::kBcast && kind != Kind::kReduce &&
+      kind != Kind::kAllreduce) {
+    return false;
+  }
   CommShared* c = ep->comm;
   FastState* fs = fast_state(c);
-  FastState::Slot& slot = fs->slots[static_cast<size_t>(ep->local_index)];
-  slot.part = &part;
-  slot.args = &a;
-  const uint32_t gen = fs->gen.load(std::memory_order_acquire);  // pairs: fetch_add below
-  const int n = static_cast<int>(fs->slots.size());
-  // acq_rel: releases our slot; the last acquires every slot (one release sequence).
-  if (fs->arrived.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
-    fs->err = run_last(c, fs, runtime::current_team());
-    *err = fs->err;
-    fs->arrived.store(0, std::memory_order_relaxed);  // published by the fetch_add below
-    fs->gen.fetch_add(1, std::memory_order_release);  // publishes outputs, err, the reset
-    fs->released.notify();
-    return true;
+  const int me = ep->local_index;
+  FastState::Member& m = fs->members[me];
+  m.part = &part;
+  m.args = &a;
+  TreeSlot* s = fs->slots.get() + me;
+  s->own = contribute(ep, kind, part, a, s);
+  const TreeTable& t = fs->table;
+  const uint32_t round = tree_round(t);
+  const Combine combine{fs, kind == Kind::kAllreduce || kind == Kind::kReduce};
+  if (tree_arrive(t, me, combine)) {
+    complete_round1(c, fs, kind);
+    tree_release(t, round);
+  } else {
+    tree_wait(t, round);
   }
-  // acquire: pairs with the last arrival's release increment.
-  runtime::wait_until(
-      fs->released, [fs, gen] { return fs->gen.load(std::memory_order_acquire) != gen; },
-      runtime::Drive::kNo, runtime::Crowd::kYes);
-  *err = fs->err;
-  return true;
+  switch (fs->release.plan) {
+    case kDone:
+      *err = fs->release.err;
+      return true;
+    case kResult:
+      *err = fs->release.err;
+      take_result(ep, kind, part, a, fs);
+      return true;
+    default:
+      *err = run_shares(ep, part, fs);
+      return true;
+  }
 }
 
 }  // namespace ep::collectives

@@ -8,7 +8,7 @@
 //
 // Threading: poll_schedules runs only on the engine baton holder (one pass at a time).
 // The rest are plain functions on the calling thread's data: an op's starter or
-// finisher, or the fast path's last arrival.
+// finisher, or a tree round's completer (fast.h).
 //
 // Memory ordering: nothing here publishes anything itself; poll_schedules follows the
 // engine's order (engine.h).
@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/types.h"
 #include "collectives/coll.h"
@@ -24,6 +25,9 @@
 #include "runtime/exchange.h"
 
 namespace ep::collectives {
+
+// Runs `op` for all of c's local endpoints (`parts` by local index; start_fragment).
+Request* run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op);
 
 // The engine pass hook (runtime/transport.h PassHook): advances every fragment with
 // active operations; sets *pending while some remain.  True if it made progress.

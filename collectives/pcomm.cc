@@ -1,4 +1,4 @@
-// pcomm.cc - the fast path's exchange among fragments (fast.h): the process-level
+// pcomm.cc - the allreduce's exchange among fragments (fast.h): the process-level
 // communicator, its vote and creation, recursive doubling and the ring.  The only file
 // of the collectives that sends MPI messages itself; every wait is runtime::wait_mpi.
 #include <algorithm>
@@ -87,7 +87,7 @@ FastState::~FastState() {
 }
 
 // One rank per fragment, in fragment order, when every fragment is in its own process.
-// Every fragment's last arrival calls this in the same operation, so the vote and the
+// Every fragment's round completer calls this in the same operation, so the vote and the
 // collective MPI_Comm_create_group match.
 void make_pcomm(CommShared* c, FastState* fs) {
   fs->pcomm_tried = true;

@@ -2,15 +2,16 @@
 // typed buffers, in parallel chunks when large, and the scratch buffers they use.
 //
 // What it is: the helpers through which the collective families (ops_*.cc), the
-// blocking fast path (fast.cc, pcomm.cc) and the intercommunicator families (inter.cc)
+// blocking tree collectives (fast.cc, pcomm.cc) and the intercommunicator families (inter.cc)
 // touch user data.  Reductions compute acc = x op acc element-wise:
 // predefined ops on predefined types in libep's vectorized loops (runtime/reduce.h),
 // everything else in MPI_Reduce_local, so user ops and every datatype work.  A step
 // over `count` elements runs in chunks:
 //   combine  (reduction_chunks) shared with the waiting members of the starter's
 //            helper team if it has one (runtime/team.h), else in oneTBB chunks from
-//            kParallelBytes on when the process has cores to spare (process_cores() >= 2;
-//            never under TSAN, which cannot see into libtbb), else at once;
+//            kParallelBytes on when the process has cores to spare (process_cores() >= 2,
+//            and OpArgs::parallel: not when the fragment's endpoints already split the
+//            work; never under TSAN, which cannot see into libtbb), else at once;
 //   copy     (pack_n, unpack_n, copy_n) shared with a helper team's joined members,
 //            else on the calling thread.
 // Nothing is shared with a team when process_cores() < 2: chunks would only contend
@@ -18,8 +19,8 @@
 // reduction (ScratchPool: a fresh multi-MiB block costs a page fault per 4 KiB on first
 // touch); release_scratch() frees them (EP_Finalize).
 //
-// Threading: every step runs on the calling thread (an op's starter or finisher, the
-// fast path's last arrival), which may hand
+// Threading: every step runs on the calling thread (an op's starter or finisher, a
+// tree round's completer, an endpoint combining its share), which may hand
 // chunks to team members or oneTBB workers; it returns when every chunk is done, and
 // distinct chunks touch distinct elements.  The scratch pool is thread-safe (its
 // mutex); a TypedBuffer belongs to the thread that made it.
@@ -101,7 +102,7 @@ void reduction_chunks(int count, const OpArgs& a, Chunk&& chunk) {
   // its internal hand-offs as races.  Under TSAN the chunks run on this thread.
   const bool parallel = false;
 #else
-  const bool parallel = process_cores() >= 2;
+  const bool parallel = a.parallel && process_cores() >= 2;
 #endif
   if (team_chunks(a.team, count, a.ti, chunk, runtime::TeamShare::kIfWaiting)) return;
   if (!parallel || bytes < kParallelBytes || a.ti.size == 0) {

@@ -983,7 +983,8 @@ TEST_P(Coll, ReduceToEveryRoot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Coll,
-                         ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved),
+                         ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved,
+                                           Lay::kWideGrouped, Lay::kWideInterleaved),
                          [](const ::testing::TestParamInfo<Lay>& info) {
                            return std::string(ep_coll_test::lay_name(info.param));
                          });

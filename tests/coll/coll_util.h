@@ -1,13 +1,15 @@
 // coll_util.h - helpers shared by the collective tests in tests/coll (issue 3):
 //
 //  * World: where every endpoint of the world endpoints communicator lives (process,
-//    index within the process), computed from ep_test::uneven(p) alone, never asked of
-//    libep.
-//  * Lay / layout_members(): the three rank layouts built with EP_Comm_split(world, 0,
+//    index within the process), computed from ep_test::uneven(p) (3, 1, 2 endpoints) -
+//    or, for the wide layouts, wide(p) (5, 2, 4: deeper trees of one process's
+//    endpoints, collectives/tree.h) - alone, never asked of libep.
+//  * Lay / layout_members(): the rank layouts built with EP_Comm_split(world, 0,
 //    key): grouped (key = world rank), reversed (key = -world rank) and interleaved
 //    (key = index * 1000 + process, so consecutive new ranks alternate between
-//    processes).  members[r] is the world endpoint that has new rank r, derived here
-//    from MPI's split rule (sort by key, ties by old rank).
+//    processes), and grouped and interleaved over the wide world.  members[r] is the
+//    world endpoint that has new rank r, derived here from MPI's split rule (sort by
+//    key, ties by old rank).
 //  * run_layout(): creates the world communicator (uneven endpoints), splits it into a
 //    layout and runs fn(ctx) on one thread per endpoint.
 //  * Mat / MatOp: a non-commutative user op, the 2x2 integer matrix product modulo a
@@ -42,15 +44,21 @@ namespace ep_coll_test {
 
 // ---- The world endpoints communicator ----------------------------------------------------
 
+// Endpoints per process of the wide world (process p gets pattern[p % 3]).
+inline int wide(int p) {
+  static const int pattern[] = {5, 2, 4};
+  return pattern[p % 3];
+}
+
 struct World {
   std::vector<int> counts;  // endpoints of process p
   std::vector<int> base;    // world rank of process p's first endpoint
   int total = 0;
-  World() {
+  explicit World(bool is_wide = false) {
     const int np = ep_test::world_size();
     for (int p = 0; p < np; ++p) {
       base.push_back(total);
-      counts.push_back(ep_test::uneven(p));
+      counts.push_back(is_wide ? wide(p) : ep_test::uneven(p));
       total += counts.back();
     }
   }
@@ -65,7 +73,7 @@ struct World {
 
 // ---- Layouts ------------------------------------------------------------------------------
 
-enum class Lay { kGrouped, kReversed, kInterleaved };
+enum class Lay { kGrouped, kReversed, kInterleaved, kWideGrouped, kWideInterleaved };
 
 inline const char* lay_name(Lay l) {
   switch (l) {
@@ -75,17 +83,26 @@ inline const char* lay_name(Lay l) {
       return "Reversed";
     case Lay::kInterleaved:
       return "Interleaved";
+    case Lay::kWideGrouped:
+      return "WideGrouped";
+    case Lay::kWideInterleaved:
+      return "WideInterleaved";
   }
   return "?";
 }
 
+// Whether layout l splits the wide world.
+inline bool is_wide(Lay l) { return l == Lay::kWideGrouped || l == Lay::kWideInterleaved; }
+
 inline int layout_key(Lay l, const World& wd, int w) {
   switch (l) {
     case Lay::kGrouped:
+    case Lay::kWideGrouped:
       return w;
     case Lay::kReversed:
       return -w;
     case Lay::kInterleaved:
+    case Lay::kWideInterleaved:
       return wd.index_of(w) * 1000 + wd.proc_of(w);
   }
   return 0;
@@ -118,10 +135,11 @@ struct Ctx {
   int w(int r) const { return members[static_cast<size_t>(r)]; }
 };
 
-// Creates the world endpoints communicator (uneven endpoints per process), splits it
-// into layout `l` and runs fn on every endpoint's thread; frees both afterwards.
+// Creates the world endpoints communicator (uneven endpoints per process, or wide ones
+// for the wide layouts), splits it into layout `l` and runs fn on every endpoint's
+// thread; frees both afterwards.
 inline void run_layout(Lay l, const std::function<void(const Ctx&)>& fn) {
-  const World wd;
+  const World wd(is_wide(l));
   const std::vector<int> members = layout_members(l, wd);
   const int p = ep_test::world_rank();
   ep_test::run_endpoints(wd.counts[static_cast<size_t>(p)], [&](EP_Comm world, int idx) {

@@ -360,7 +360,8 @@ TEST_P(Erroneous, SharedArgumentErrorsWithAProcessMate) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Layouts, Erroneous, ::testing::Values(Lay::kGrouped, Lay::kInterleaved),
+INSTANTIATE_TEST_SUITE_P(Layouts, Erroneous, ::testing::Values(Lay::kGrouped, Lay::kInterleaved,
+                                                           Lay::kWideInterleaved),
                          [](const ::testing::TestParamInfo<Lay>& i) {
                            return std::string(ep_coll_test::lay_name(i.param));
                          });

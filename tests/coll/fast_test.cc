@@ -1,7 +1,8 @@
-// The blocking fast path of small allreduce (collectives/engine.h, "The
-// blocking fast path"), on grouped / reversed / interleaved layouts with uneven
-// endpoints per process:
-//  * predefined ops on several predefined types, at the fast path's size limit and one
+// The blocking barrier, bcast, reduce and allreduce on the fragment's tree
+// (collectives/fast.h), on grouped / reversed / interleaved layouts with uneven
+// endpoints per process (3, 1, 2) and on grouped / interleaved layouts of the wide world
+// (5, 2, 4: deeper trees):
+//  * predefined ops on several predefined types, at the exchange's size limit and one
 //    element above it, in place, and MAXLOC on MPI_DOUBLE_INT;
 //  * above the limit, the ring exchange: uneven blocks, 1 MiB, integer ops, in place,
 //    the same bits at every endpoint;
@@ -16,6 +17,12 @@
 //  * more communicators alive than libep makes process-level communicators for
 //    (kMaxProcessComms): the rest take the fallback exchange, consistently, small and
 //    large;
+//  * the tree: allreduce at sizes around the by-value limit, in shares, above oneTBB's
+//    chunk, with SUM, MAX, a user op and the non-commutative matrix product, in place;
+//    bcast (through a derived type) and reduce (root in place) from every root; many
+//    operations of every kind back to back; blocking ones with nonblocking collectives
+//    outstanding and point-to-point between them; erroneous endpoints at every rank and
+//    a whole process of them; a node with cores to spare;
 //  * process_cores, each process's share of its node's CPUs.
 // Expected values are computed from world-endpoint numbers and the layout (coll_util.h).
 #include <gtest/gtest.h>
@@ -233,12 +240,12 @@ TEST_P(Fast, TwoCommunicatorsConcurrently) {
   });
 }
 
-TEST_P(Fast, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
-  if (GetParam() != Lay::kGrouped) GTEST_SKIP() << "one layout is enough for the churn";
+// One layout is enough for the churn.
+TEST(FastChurn, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
   MPI_Comm base = MPI_COMM_NULL;
   ASSERT_EQ(MPI_Comm_dup(MPI_COMM_WORLD, &base), MPI_SUCCESS);
   MPI_Comm_set_errhandler(base, MPI_ERRORS_RETURN);
-  run_layout(GetParam(), [&](const Ctx& c) {
+  run_layout(Lay::kGrouped, [&](const Ctx& c) {
     const int iters = ep_test::scaled(2100);
     for (int i = 0; i < iters; ++i) {
       EP_Comm d = EP_COMM_NULL;
@@ -246,6 +253,9 @@ TEST_P(Fast, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
       int one = 1, n = 0;
       ASSERT_EQ(EP_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, d), EP_SUCCESS);
       ASSERT_EQ(n, c.size) << "iteration " << i;
+      if (ep_test::world_size() > 1) {  // the allreduce made d's process-level communicator
+        ASSERT_GE(ep::collectives::process_comms_alive(), 1) << "iteration " << i;
+      }
       ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
     }
   });
@@ -263,9 +273,9 @@ TEST_P(Fast, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
   MPI_Comm_free(&base);
 }
 
-TEST_P(Fast, MoreCommunicatorsAliveThanProcessLevelOnes) {
-  if (GetParam() != Lay::kInterleaved) GTEST_SKIP() << "one layout is enough";
-  run_layout(GetParam(), [&](const Ctx& c) {
+// One layout is enough.
+TEST(FastChurn, MoreCommunicatorsAliveThanProcessLevelOnes) {
+  run_layout(Lay::kInterleaved, [&](const Ctx& c) {
     const int n = ep::collectives::kMaxProcessComms + 16;
     std::vector<EP_Comm> dups(static_cast<size_t>(n), EP_COMM_NULL);
     for (EP_Comm& d : dups) ASSERT_EQ(EP_Comm_dup(c.comm, &d), EP_SUCCESS);
@@ -300,6 +310,265 @@ TEST_P(Fast, MoreCommunicatorsAliveThanProcessLevelOnes) {
   });
 }
 
+// ---- The tree (collectives/fast.h): barrier, bcast, reduce, allreduce ----------------------
+
+// Sizes in doubles around the tree's by-value limit (kTreeInline: 256 bytes = 32
+// doubles), above it (shares), and above the chunk of oneTBB's and the team's steps
+// (kParallelBytes: 256 KiB).
+const int kTreeCounts[] = {1, 31, 32, 33, 1000, 40000};
+
+// A commutative user op: the sum of ints modulo the prime.
+void modsum_fn(void* in, void* io, int* len, MPI_Datatype*) {
+  const int* a = static_cast<const int*>(in);
+  int* b = static_cast<int*>(io);
+  for (int i = 0; i < *len; ++i) b[i] = (a[i] + b[i]) % ep_coll_test::kPrime;
+}
+
+int ival(int w, int i) { return (w * 37 + i * 11) % 1000; }
+
+// Allreduce by value and in shares: SUM, MAX in place, a commutative user op in place,
+// the non-commutative matrix product (in rank order), at every size; nothing is written
+// beyond the count.
+TEST_P(Fast, TreeAllreduceOpsAndSizes) {
+  MatOp mop;
+  MPI_Op modsum = MPI_OP_NULL;
+  MPI_Op_create(&modsum_fn, 1, &modsum);
+  run_layout(GetParam(), [&](const Ctx& c) {
+    for (int n : kTreeCounts) {
+      const size_t un = static_cast<size_t>(n);
+      std::vector<double> in(un), out(un + 1, kGap);
+      for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = dval(c.me, i);
+      ASSERT_EQ(EP_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        ASSERT_EQ(out[static_cast<size_t>(i)], dsum(c.members, i)) << c.what << " n " << n;
+      }
+      EXPECT_EQ(out[un], kGap) << c.what << " n " << n << ": overrun";
+      std::vector<int> x(un + 1, -1), u(un + 1, -1);
+      for (int i = 0; i < n; ++i) x[static_cast<size_t>(i)] = u[static_cast<size_t>(i)] = ival(c.me, i);
+      ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, x.data(), n, MPI_INT, MPI_MAX, c.comm), EP_SUCCESS);
+      ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, u.data(), n, MPI_INT, modsum, c.comm), EP_SUCCESS);
+      for (int i = 0; i < n; ++i) {
+        int mx = -1, ms = 0;
+        for (int w : c.members) {
+          mx = std::max(mx, ival(w, i));
+          ms = (ms + ival(w, i)) % ep_coll_test::kPrime;
+        }
+        ASSERT_EQ(x[static_cast<size_t>(i)], mx) << c.what << " MAX in place n " << n;
+        ASSERT_EQ(u[static_cast<size_t>(i)], ms) << c.what << " user op in place n " << n;
+      }
+      EXPECT_EQ(x[un], -1) << c.what << " n " << n << ": overrun";
+      // The matrix product: 16 bytes an element, by value up to 16 elements.
+      const int nm = std::max(1, n / 4);
+      std::vector<ep_coll_test::Mat> ms(static_cast<size_t>(nm)), mr(static_cast<size_t>(nm) + 1);
+      for (int k = 0; k < nm; ++k) ms[static_cast<size_t>(k)] = mat_in(c.me, k, n);
+      mr[static_cast<size_t>(nm)] = {-3, -3, -3, -3};
+      ASSERT_EQ(EP_Allreduce(ms.data(), mr.data(), nm, mop.type, mop.op, c.comm), EP_SUCCESS);
+      for (int k = 0; k < nm; ++k) {
+        ASSERT_EQ(mr[static_cast<size_t>(k)], mat_product(c.members, k, n))
+            << c.what << " matrix product, " << nm << " elements, element " << k;
+      }
+      EXPECT_EQ(mr[static_cast<size_t>(nm)], (ep_coll_test::Mat{-3, -3, -3, -3})) << c.what;
+    }
+  });
+  MPI_Op_free(&modsum);
+}
+
+// Bcast and reduce from every root at every size: bcast received through a derived type
+// at odd ranks (pairs of ints: the root's signature, another layout), reduce's SUM with
+// the root in place at every other size, the matrix product in rank order.
+TEST_P(Fast, TreeBcastAndReduceFromEveryRoot) {
+  MatOp mop;
+  MPI_Datatype pair = MPI_DATATYPE_NULL;
+  MPI_Type_contiguous(2, MPI_INT, &pair);
+  MPI_Type_commit(&pair);
+  run_layout(GetParam(), [&](const Ctx& c) {
+    for (int root = 0; root < c.size; ++root) {
+      for (int n : kTreeCounts) {
+        if (c.size > 6 && n == 40000 && root % 3 != 0) continue;  // keeps np3 short
+        const size_t un = static_cast<size_t>(n);
+        const bool as_pairs = c.rank != root && c.rank % 2 == 1 && n % 2 == 0;
+        std::vector<int> b(un + 1, -5);
+        if (c.rank == root) {
+          for (int i = 0; i < n; ++i) b[static_cast<size_t>(i)] = ival(c.me, i);
+        }
+        ASSERT_EQ(EP_Bcast(b.data(), as_pairs ? n / 2 : n, as_pairs ? pair : MPI_INT, root,
+                           c.comm),
+                  EP_SUCCESS);
+        for (int i = 0; i < n; ++i) {
+          ASSERT_EQ(b[static_cast<size_t>(i)], ival(c.w(root), i))
+              << c.what << " bcast root " << root << " n " << n;
+        }
+        EXPECT_EQ(b[un], -5) << c.what << " bcast overrun";
+        std::vector<double> in(un), out(un + 1, kGap);
+        for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = dval(c.me, i);
+        const bool in_place = c.rank == root && n % 2 == 1;
+        if (in_place) std::copy(in.begin(), in.end(), out.begin());
+        ASSERT_EQ(EP_Reduce(in_place ? EP_IN_PLACE : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM,
+                            root, c.comm),
+                  EP_SUCCESS);
+        if (c.rank == root) {
+          for (int i = 0; i < n; ++i) {
+            ASSERT_EQ(out[static_cast<size_t>(i)], dsum(c.members, i))
+                << c.what << " reduce root " << root << " n " << n << (in_place ? " in place" : "");
+          }
+        } else {
+          EXPECT_EQ(out[0], kGap) << c.what << ": reduce wrote at a non-root";
+        }
+        EXPECT_EQ(out[un], kGap) << c.what << " reduce overrun";
+      }
+      ep_coll_test::Mat m = mat_in(c.me, 0, root), mr = {-2, -2, -2, -2};
+      ASSERT_EQ(EP_Reduce(&m, &mr, 1, mop.type, mop.op, root, c.comm), EP_SUCCESS);
+      if (c.rank == root) {
+        EXPECT_EQ(mr, mat_product(c.members, 0, root)) << c.what << " root " << root;
+      } else {
+        EXPECT_EQ(mr, (ep_coll_test::Mat{-2, -2, -2, -2})) << c.what;
+      }
+    }
+  });
+  MPI_Type_free(&pair);
+}
+
+// Many operations back to back, each kind after each, every result depending on the
+// iteration (a stale or doubled release gives a wrong value).
+TEST_P(Fast, TreeManyOperationsBackToBack) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int iters = ep_test::scaled(1200);
+    std::vector<double> big(40), bigr(40);
+    for (int it = 0; it < iters; ++it) {
+      const int root = it % c.size;
+      switch (it % 5) {
+        case 0: {
+          long long v = c.me * 1000LL + it, sum = -1, want = 0;
+          ASSERT_EQ(EP_Allreduce(&v, &sum, 1, MPI_LONG_LONG, MPI_SUM, c.comm), EP_SUCCESS);
+          for (int w : c.members) want += w * 1000LL + it;
+          ASSERT_EQ(sum, want) << c.what << " iteration " << it;
+          break;
+        }
+        case 1: {
+          int v = c.rank == root ? it * 7 + c.me : -1;
+          ASSERT_EQ(EP_Bcast(&v, 1, MPI_INT, root, c.comm), EP_SUCCESS);
+          ASSERT_EQ(v, it * 7 + c.w(root)) << c.what << " iteration " << it;
+          break;
+        }
+        case 2: {
+          int v = c.me + it, r = -1, want = 0;
+          ASSERT_EQ(EP_Reduce(&v, &r, 1, MPI_INT, MPI_MAX, root, c.comm), EP_SUCCESS);
+          for (int w : c.members) want = std::max(want, w + it);
+          if (c.rank == root) {
+            ASSERT_EQ(r, want) << c.what << " iteration " << it;
+          }
+          break;
+        }
+        case 3:
+          ASSERT_EQ(EP_Barrier(c.comm), EP_SUCCESS);
+          break;
+        default: {  // shares
+          for (int i = 0; i < 40; ++i) big[static_cast<size_t>(i)] = dval(c.me, i + it);
+          ASSERT_EQ(EP_Allreduce(big.data(), bigr.data(), 40, MPI_DOUBLE, MPI_SUM, c.comm),
+                    EP_SUCCESS);
+          for (int i = 0; i < 40; ++i) {
+            ASSERT_EQ(bigr[static_cast<size_t>(i)], dsum(c.members, i + it))
+                << c.what << " iteration " << it;
+          }
+        }
+      }
+    }
+  });
+}
+
+// Blocking collectives on the tree while nonblocking ones (on the engine) are
+// outstanding on the same communicator, and point-to-point in between.
+TEST_P(Fast, TreeMixedWithNonblockingAndPointToPoint) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    const int iters = ep_test::scaled(120);
+    for (int it = 0; it < iters; ++it) {
+      const int root = (it * 3) % c.size;
+      double nb = dval(c.me, it), nbr = kGap;
+      int nbb = c.rank == root ? it + 5 : -1;
+      EP_Request rq[2] = {EP_REQUEST_NULL, EP_REQUEST_NULL};
+      ASSERT_EQ(EP_Iallreduce(&nb, &nbr, 1, MPI_DOUBLE, MPI_SUM, c.comm, &rq[0]), EP_SUCCESS);
+      ASSERT_EQ(EP_Ibcast(&nbb, 1, MPI_INT, root, c.comm, &rq[1]), EP_SUCCESS);
+      double b = dval(c.me, it + 1), br = kGap;
+      ASSERT_EQ(EP_Allreduce(&b, &br, 1, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+      ASSERT_EQ(br, dsum(c.members, it + 1)) << c.what << " iteration " << it;
+      int token = c.me * 100 + it, got = -1;
+      ASSERT_EQ(EP_Sendrecv(&token, 1, MPI_INT, (c.rank + 1) % c.size, it, &got, 1, MPI_INT,
+                            (c.rank + c.size - 1) % c.size, it, c.comm, EP_STATUS_IGNORE),
+                EP_SUCCESS);
+      ASSERT_EQ(got, c.w((c.rank + c.size - 1) % c.size) * 100 + it) << c.what;
+      int bv = c.rank == (root + 1) % c.size ? it * 3 : -1;
+      ASSERT_EQ(EP_Bcast(&bv, 1, MPI_INT, (root + 1) % c.size, c.comm), EP_SUCCESS);
+      ASSERT_EQ(bv, it * 3) << c.what << " iteration " << it;
+      ASSERT_EQ(EP_Barrier(c.comm), EP_SUCCESS);
+      ASSERT_EQ(EP_Waitall(2, rq, EP_STATUSES_IGNORE), EP_SUCCESS);
+      ASSERT_EQ(nbr, dsum(c.members, it)) << c.what << " iteration " << it;
+      ASSERT_EQ(nbb, it + 5) << c.what << " iteration " << it;
+    }
+  });
+}
+
+// Erroneous endpoints (holes) at every rank, in turn, and a process's endpoints all at
+// once: the others complete (a valid root's bcast reaches them), and the communicator
+// works afterwards.
+TEST_P(Fast, TreeHolesAtEveryRank) {
+  run_layout(GetParam(), [&](const Ctx& c) {
+    auto check_works = [&](const std::string& what) {
+      long v = c.me + 1, sum = -1, want = 0;
+      ASSERT_EQ(EP_Allreduce(&v, &sum, 1, MPI_LONG, MPI_SUM, c.comm), EP_SUCCESS) << what;
+      for (int w : c.members) want += w + 1;
+      ASSERT_EQ(sum, want) << what << ": the next allreduce is wrong";
+    };
+    const int proc = c.wd->proc_of(c.me);
+    for (int e = -1; e < c.size; ++e) {
+      // e >= 0: rank e errs; e == -1: every endpoint of process (e + 1 + pass) % np.
+      for (int pass = 0; pass < (e < 0 ? static_cast<int>(c.wd->counts.size()) : 1); ++pass) {
+        const bool bad = e >= 0 ? c.rank == e : proc == pass;
+        const std::string what = c.what + (e >= 0 ? " erroneous rank " + std::to_string(e)
+                                                  : " erroneous process " + std::to_string(pass));
+        for (int n : {4, 40000}) {  // by value, shares
+          std::vector<double> in(static_cast<size_t>(n), 1.0), out(static_cast<size_t>(n));
+          int rc = EP_Allreduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM,
+                                c.comm);
+          ASSERT_EQ(rc, bad ? EP_ERR_BUFFER : EP_SUCCESS) << what << " allreduce n " << n;
+          const int root = e >= 0 ? e : 0;
+          for (int r : {root, (root + 1) % c.size}) {
+            rc = EP_Reduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, r,
+                           c.comm);
+            ASSERT_EQ(rc, bad ? EP_ERR_BUFFER : EP_SUCCESS) << what << " reduce root " << r;
+            std::vector<int> b(static_cast<size_t>(n), c.rank == r ? 77 : -1);
+            rc = EP_Bcast(bad ? nullptr : b.data(), n, MPI_INT, r, c.comm);
+            ASSERT_EQ(rc, bad ? EP_ERR_BUFFER : EP_SUCCESS) << what << " bcast root " << r;
+            const bool root_ok = e >= 0 ? r != e : c.wd->proc_of(c.w(r)) != pass;
+            if (!bad && root_ok) {
+              ASSERT_EQ(b[0], 77) << what << " bcast root " << r;
+              ASSERT_EQ(b[static_cast<size_t>(n - 1)], 77) << what << " bcast root " << r;
+            }
+          }
+        }
+        check_works(what);
+      }
+    }
+  });
+}
+
+// On a node with cores to spare (process_cores overridden): waiters spin without
+// yielding, shares combine in oneTBB's chunks; the results are the same.
+TEST_P(Fast, TreeWithCoresToSpare) {
+  ep::collectives::override_process_cores(64);
+  run_layout(GetParam(), [&](const Ctx& c) {
+    for (int n : {1, 33, 40000}) {
+      std::vector<double> in(static_cast<size_t>(n)), out(static_cast<size_t>(n), kGap);
+      for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = dval(c.me, i);
+      for (int rep = 0; rep < 20; ++rep) {
+        ASSERT_EQ(EP_Allreduce(in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, c.comm), EP_SUCCESS);
+        ASSERT_EQ(out[static_cast<size_t>(n - 1)], dsum(c.members, n - 1)) << c.what << " " << n;
+        ASSERT_EQ(EP_Barrier(c.comm), EP_SUCCESS);
+      }
+    }
+  });
+  ep::collectives::override_process_cores(0);
+}
+
 // process_cores (collectives/engine.h): each process's share of its node's CPUs, which
 // decides whether reductions split over threads.  Between 1 and the process's own CPU
 // count; all of them if it is alone on its node; and the node's processes together
@@ -329,7 +598,8 @@ TEST(ProcessCores, AShareOfTheNodesCpus) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Fast,
-                         ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved),
+                         ::testing::Values(Lay::kGrouped, Lay::kReversed, Lay::kInterleaved,
+                                           Lay::kWideGrouped, Lay::kWideInterleaved),
                          [](const ::testing::TestParamInfo<Lay>& info) {
                            return std::string(ep_coll_test::lay_name(info.param));
                          });
