@@ -108,9 +108,11 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& args, int
 // One engine operation for all of c's local endpoints at once (`parts` by local index;
 // intracommunicators), started by one thread acting for them all - each endpoint's
 // hidden tag advances as if it had called start itself, which it must not do for this
-// operation.  Returns one request (held by caller + operation); the operation writes
-// every part's outputs.
-Request* start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const OpArgs& args);
+// operation.  The operation writes every part's outputs, then calls done(done_arg) on
+// the thread that finishes it (this one, or whichever runs the engine's pass: the
+// progress thread or a driving waiter), once.
+void start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const OpArgs& args,
+                    void (*done)(void*), void* done_arg);
 // Frees the scratch buffers reductions keep for reuse (EP_Finalize).
 void release_scratch();
 

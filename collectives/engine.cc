@@ -179,9 +179,11 @@ bool round_done(CollOp& op) {
 }
 
 void complete_parts(CollOp& op) {
-  for (Part& p : op.parts) {
-    if (p.req != nullptr) runtime::request_complete(p.req);  // start_fragment: parts[0]'s only
+  if (op.done != nullptr) {  // start_fragment's: no requests
+    op.done(op.done_arg);
+    return;
   }
+  for (Part& p : op.parts) runtime::request_complete(p.req);
 }
 
 void finish_op(CollOp& op) {
@@ -354,26 +356,23 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
   return r;
 }
 
-Request* run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op) {
+void run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op) {
   FragState* fs = state_of(c);
   // Every local endpoint's count advances, as if each had called start (one tag for all).
   const int tag = runtime::hidden_tag(c->local[0].get());
   for (size_t i = 1; i < c->local.size(); ++i) runtime::hidden_tag(c->local[i].get());
-  Request* r = runtime::request_new(runtime::RequestKind::kColl, /*user_handle=*/true);
-  r->needs_engine = c->frag_leaders.size() > 1 || c->inter;
   op->c = c;
   op->tag = tag;
   op->knows = Knows::kNothing;
   for (size_t i = 0; i < parts.size(); ++i) {
     parts[i].rank = c->local[i]->rank;
-    parts[i].req = i == 0 ? r : nullptr;
+    parts[i].req = nullptr;
     if (parts[i].knows > op->knows) op->knows = parts[i].knows;
   }
   op->parts = std::move(parts);
   op->args.team = runtime::current_team();  // the caller is the member that started it
   if (op->args.team != nullptr) op->args.team->ref();
   run(std::move(op), fs);
-  return r;
 }
 
 CollOp::~CollOp() {

@@ -167,6 +167,11 @@ class CollOp {
     return false;
   }
   int missing = 0;  // local endpoints that have not arrived (under FragState::mu)
+  // An operation for a whole fragment (start_fragment): its parts have no requests, and
+  // the finisher calls done(done_arg) once every output is written (fast.h: it releases
+  // the fragment's tree).
+  void (*done)(void*) = nullptr;
+  void* done_arg = nullptr;
   // Schedule state (advancing thread only).
   int round = 0;
   std::vector<std::unique_ptr<runtime::HiddenSend>> sends;

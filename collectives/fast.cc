@@ -61,19 +61,6 @@ bool by_value(Kind kind, const OpArgs& a, int nfrag) {
 // The size of a bcast's data, packed (the root's and every receiver's agree).
 int64_t bcast_bytes(const Part& p) { return p.rti.size * p.rcount; }
 
-const char* call_name(Kind kind) {
-  switch (kind) {
-    case Kind::kBarrier:
-      return "EP_Barrier";
-    case Kind::kBcast:
-      return "EP_Bcast";
-    case Kind::kReduce:
-      return "EP_Reduce";
-    default:
-      return "EP_Allreduce";
-  }
-}
-
 // out = items[0] op (items[1] op (... op items[k-1])) for k >= 1 dense values of `a`,
 // `out` apart from all of them.
 void combine_values(const void* const* items, int k, void* out, const OpArgs& a) {
@@ -135,25 +122,29 @@ struct Combine {
 
 // ---- Round 1's completer ----------------------------------------------------------------
 
-// The engine way: one operation for the whole fragment, waited for here.  Returns the
-// EP_* code (EP_SUCCESS if every endpoint is a hole).
-int run_engine(CommShared* c, FastState* fs, Kind kind, const OpArgs& a) {
+// The end of the engine way, on the thread that finishes the operation (start_fragment):
+// releases round 1, whose plan (kDone) the completer wrote before it started it.
+void release_engine_round(void* arg) {
+  FastState* fs = static_cast<FastState*>(arg);
+  tree_release(fs->table, fs->engine_round);
+}
+
+// The engine way: one operation for the whole fragment; its finisher releases `round`
+// (the completer then waits like the others, running engine passes).
+void start_engine(CommShared* c, FastState* fs, Kind kind, const OpArgs& a, uint32_t round) {
   const int n = fs->table.n;
   std::vector<Part> parts(static_cast<size_t>(n));
-  bool any_valid = false;
-  for (int k = 0; k < n; ++k) {
-    parts[k] = *fs->members[k].part;
-    any_valid |= !parts[k].hole;
-  }
-  Request* r = start_fragment(c, kind, std::move(parts), a);
-  runtime::request_wait(r);
-  int err = EP_SUCCESS;
-  if (any_valid) {
-    err = r->status.EP_ERROR;
-    if (r->mpi_error != MPI_SUCCESS) err = runtime::report_mpi_failure(r, call_name(kind));
-  }
-  runtime::request_unref(r);
-  return err;
+  for (int k = 0; k < n; ++k) parts[k] = *fs->members[k].part;
+  fs->engine_round = round;
+  start_fragment(c, kind, std::move(parts), a, &release_engine_round, fs);
+}
+
+// Whether round 1 ends in an engine operation (start_engine) by what an endpoint knows:
+// its waiters then run the engine's passes.  A hole that does not know the op guesses no.
+bool engine_way(CommShared* c, Kind kind, const Part& part, const OpArgs& a) {
+  if (c->frag_leaders.size() < 2) return false;
+  if (kind != Kind::kAllreduce) return true;
+  return part.knows == Knows::kAll && !exchange_ok(a);
 }
 
 // A scratch buffer of the op's count and type, made at the first get(): on the stack
@@ -264,34 +255,11 @@ void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpAr
   rel.plan = kShareAll;
 }
 
-// Round 1's completer: decides the plan from the best-informed arrival (the root's
-// subtree is the whole fragment) and does what falls to it.
-void complete_round1(CommShared* c, FastState* fs, Kind kind) {
+// Plans a barrier, bcast or reduce of one fragment: nothing to do for a barrier, a root
+// nobody knows or a root that is a hole.
+void plan_rooted(CommShared* c, FastState* fs, Kind kind, Knows knows, const OpArgs& a) {
   TreeRelease& rel = fs->release;
-  rel.err = EP_SUCCESS;
-  rel.plan = kDone;
-  const FastState::Member& top = fs->members[0];
-  const Knows knows = top.sub_knows;
-  const OpArgs& a = *top.sub_args;
-  fs->plan_args = &a;
-  const int nfrag = static_cast<int>(c->frag_leaders.size());
-  if (kind == Kind::kAllreduce) {
-    // A fragment of holes that knows nothing skips the exchange (engine.h).
-    if (knows != Knows::kAll) return;
-    if (nfrag > 1 && !exchange_ok(a)) {
-      rel.err = run_engine(c, fs, kind, a);
-      return;
-    }
-    plan_allreduce(c, fs, (fs->slots[0].sub & kTreeData) != 0, a);
-    return;
-  }
-  if (nfrag > 1) {  // barrier, bcast, reduce among fragments: the engine's messages
-    rel.err = run_engine(c, fs, kind, a);
-    return;
-  }
-  if (kind == Kind::kBarrier) return;
-  // Bcast and reduce in one fragment: nothing to do for a root nobody knows or a hole.
-  if (knows == Knows::kNothing) return;
+  if (kind == Kind::kBarrier || knows == Knows::kNothing) return;
   const int rl = c->addr[a.root].local;
   fs->root_local = rl;
   const Part& root = *fs->members[rl].part;
@@ -310,12 +278,42 @@ void complete_round1(CommShared* c, FastState* fs, Kind kind) {
   }
   // Reduce: the root is valid, so `a` is an informed arrival's.
   if (bytes_of(a) == 0) return;
-  if (by_value(kind, a, nfrag)) {
+  if (by_value(kind, a, 1)) {
     rel.plan = kResult;
   } else {
     fs->shares = number_shares(fs);
     rel.plan = kShareRoot;
   }
+}
+
+// Round 1's completer: decides the plan from the best-informed arrival (the root's
+// subtree is the whole fragment) and does what falls to it.  False: it must release
+// `round` itself; true: an engine operation's finisher will (start_engine).
+bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
+  TreeRelease& rel = fs->release;
+  rel.err = EP_SUCCESS;
+  rel.plan = kDone;
+  const FastState::Member& top = fs->members[0];
+  const Knows knows = top.sub_knows;
+  const OpArgs& a = *top.sub_args;
+  fs->plan_args = &a;
+  const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (kind == Kind::kAllreduce) {
+    // A fragment of holes that knows nothing skips the exchange (engine.h).
+    if (knows != Knows::kAll) return false;
+    if (nfrag > 1 && !exchange_ok(a)) {
+      start_engine(c, fs, kind, a, round);
+      return true;
+    }
+    plan_allreduce(c, fs, (fs->slots[0].sub & kTreeData) != 0, a);
+    return false;
+  }
+  if (nfrag > 1) {  // barrier, bcast, reduce among fragments: the engine's messages
+    start_engine(c, fs, kind, a, round);
+    return true;
+  }
+  plan_rooted(c, fs, kind, knows, a);
+  return false;
 }
 
 // ---- The members ------------------------------------------------------------------------
@@ -462,7 +460,10 @@ FastState::FastState(int n)
   table.n = n;
   table.slot = slot_addr.data();
   table.release = &release;
-  table.crowd = n > process_cores() ? runtime::Crowd::kYes : runtime::Crowd::kNo;
+  // Waiters yield at every poll: the member still on its way, or the completer, may
+  // need this core - other processes' threads count too, which process_cores() does
+  // not see (docs/perf/collectives.md, "The tree").
+  table.crowd = runtime::Crowd::kYes;
 }
 
 bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* err) {
@@ -482,11 +483,14 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
   const TreeTable& t = fs->table;
   const uint32_t round = tree_round(t);
   const Combine combine{fs, kind == Kind::kAllreduce || kind == Kind::kReduce};
-  if (tree_arrive(t, me, combine)) {
-    complete_round1(c, fs, kind);
-    tree_release(t, round);
+  const runtime::Drive drive =
+      engine_way(c, kind, part, a) ? runtime::Drive::kYes : runtime::Drive::kNo;
+  if (!tree_arrive(t, me, combine)) {
+    tree_wait(t, round, drive);
+  } else if (complete_round1(c, fs, kind, round)) {
+    tree_wait(t, round, runtime::Drive::kYes);  // an engine operation's finisher releases it
   } else {
-    tree_wait(t, round);
+    tree_release(t, round);
   }
   switch (fs->release.plan) {
     case kDone:

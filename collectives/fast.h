@@ -30,7 +30,10 @@
 //              allreduce with a user op or a large non-contiguous type: round 1's
 //              completer starts one engine operation for the whole fragment
 //              (start_fragment, coll.h; each endpoint's hidden tag advances as if it had
-//              called start itself) and waits for it; it writes every output.
+//              called start itself); it writes every output, and whichever thread
+//              finishes it (a waiting member, the progress thread) releases round 1.
+//              The members that can tell this way from their arguments run the
+//              engine's passes while they wait.
 // The choice depends only on arguments MPI requires to agree at every rank (the op, the
 // count and datatype - a predefined op gets the same datatype everywhere - and the
 // root), so every member, and every fragment, takes the same way; an erroneous endpoint
@@ -70,7 +73,9 @@
 // Memory ordering: tree.h's.  An endpoint writes its Member entry and its slot before
 // it arrives; round completers read them (through the tree's release sequences) and
 // write the plan fields and the release before tree_release; members read them after
-// tree_wait.  Endpoints read other endpoints' buffers (shares) only between the
+// tree_wait.  On the engine way the completer's writes reach the finisher through the
+// engine's own order (the fragment's mutex, engine.h), and the finisher's
+// tree_release publishes them with the outputs.  Endpoints read other endpoints' buffers (shares) only between the
 // release of one round and their arrival at the next, and write only their own share
 // regions or outputs; the round after a phase orders every read of a buffer before its
 // owner may return.
@@ -121,6 +126,7 @@ struct FastState {
   const OpArgs* plan_args = nullptr;  // the best-informed arrival's arguments
   int shares = 0;                     // shares: valid endpoints
   int root_local = 0;                 // bcast/reduce: the root's local index
+  uint32_t engine_round = 0;          // the round an engine operation's finisher releases
   void* acc = nullptr;                // shares among fragments: the fragment's partial
   std::unique_ptr<TypedBuffer> scratch;  // acc when no output may hold it
   // Completers only; pcomm_tried once made or refused.

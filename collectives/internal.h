@@ -26,8 +26,9 @@
 
 namespace ep::collectives {
 
-// Runs `op` for all of c's local endpoints (`parts` by local index; start_fragment).
-Request* run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op);
+// Runs `op` (its `done` set) for all of c's local endpoints (`parts` by local index;
+// start_fragment).
+void run_for_fragment(CommShared* c, std::vector<Part> parts, std::unique_ptr<CollOp> op);
 
 // The engine pass hook (runtime/transport.h PassHook): advances every fragment with
 // active operations; sets *pending while some remain.  True if it made progress.

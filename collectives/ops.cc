@@ -206,7 +206,8 @@ Part* part_of_rank(CollOp& op, int rank) {
   return &op.parts[a.local];
 }
 
-Request* start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const OpArgs& args) {
+void start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const OpArgs& args,
+                    void (*done)(void*), void* done_arg) {
   // A kind without a root needs no more than a hole knows of it (engine.h).
   for (Part& p : parts) {
     if (p.knows == Knows::kNothing && !rooted(kind)) p.knows = Knows::kRoot;
@@ -214,7 +215,9 @@ Request* start_fragment(CommShared* c, Kind kind, std::vector<Part> parts, const
   std::unique_ptr<CollOp> op = make_op(kind);
   op->args = args;
   op->args.team = nullptr;  // run_for_fragment takes the caller's
-  return run_for_fragment(c, std::move(parts), std::move(op));
+  op->done = done;
+  op->done_arg = done_arg;
+  run_for_fragment(c, std::move(parts), std::move(op));
 }
 
 Request* start(Endpoint* ep, Kind kind, Part part, const OpArgs& args) {

@@ -39,7 +39,9 @@
 //
 // Threading: each member arrives once per round, from any thread; a member's next
 // arrival follows its return from the previous round (its wait, or its release as the
-// completer).  combine runs on the thread that completes the node.
+// completer).  combine runs on the thread that completes the node.  The completer may
+// hand the release to another thread (one that finishes work it started), which then
+// calls tree_release for it; the completer then waits like the others.
 //
 // Memory ordering: a member writes its slot (own flags, contribution) and its private
 // state, then arrives.  Arriving at a node with children is an acq_rel fetch_add on
@@ -96,8 +98,8 @@ struct TreeTable {
   int n = 0;                        // members
   TreeSlot* const* slot = nullptr;  // by member
   TreeRelease* release = nullptr;
-  // How waiters wait (runtime/wait.h): kYes when the group has more members than its
-  // process has cores, so that waiting members give way to the ones still working.
+  // How waiters wait (runtime/wait.h): kYes makes them yield at every poll, so that
+  // members still working get a core when the group's threads may share cores.
   runtime::Crowd crowd = runtime::Crowd::kNo;
 };
 
@@ -151,17 +153,19 @@ bool tree_arrive(const TreeTable& t, int me, Combine&& combine) {
 // visible to the members that tree_wait for it.
 inline void tree_release(const TreeTable& t, uint32_t round) {
   t.release->round.store(round + 1, std::memory_order_release);  // pairs: tree_round/tree_wait
-  if (t.n > 1) t.release->event.notify();
+  t.release->event.notify();  // (the completer itself may wait, when another thread releases)
 }
 
-// Waits until round `round` is released (runtime/wait.h; does not drive the engine).
-inline void tree_wait(const TreeTable& t, uint32_t round) {
+// Waits until round `round` is released (runtime/wait.h).  `drive`: the release comes
+// from an operation that needs the engine's passes (the waiter runs them meanwhile).
+inline void tree_wait(const TreeTable& t, uint32_t round,
+                      runtime::Drive drive = runtime::Drive::kNo) {
   TreeRelease* r = t.release;
   runtime::wait_until(
       r->event,
       // acquire: pairs with tree_release's store.
-      [r, round] { return r->round.load(std::memory_order_acquire) != round; },
-      runtime::Drive::kNo, t.crowd);
+      [r, round] { return r->round.load(std::memory_order_acquire) != round; }, drive,
+      t.crowd);
 }
 
 // One round with nothing to combine: `at_root` runs on the completer before the release.

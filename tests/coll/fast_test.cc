@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "collectives/engine.h"
+#include "runtime/wait.h"
 #include "tests/coll/coll_util.h"
 #include "tests/common/harness.h"
 
@@ -429,8 +430,10 @@ TEST_P(Fast, TreeBcastAndReduceFromEveryRoot) {
 }
 
 // Many operations back to back, each kind after each, every result depending on the
-// iteration (a stale or doubled release gives a wrong value).
+// iteration (a stale or doubled release gives a wrong value); no wait needed its safety
+// timeout (a release nobody was woken for).
 TEST_P(Fast, TreeManyOperationsBackToBack) {
+  const uint64_t lost_before = ep::runtime::lost_wakeups();
   run_layout(GetParam(), [&](const Ctx& c) {
     const int iters = ep_test::scaled(1200);
     std::vector<double> big(40), bigr(40);
@@ -474,6 +477,7 @@ TEST_P(Fast, TreeManyOperationsBackToBack) {
       }
     }
   });
+  EXPECT_EQ(ep::runtime::lost_wakeups(), lost_before) << "a wait slept to its safety timeout";
 }
 
 // Blocking collectives on the tree while nonblocking ones (on the engine) are
@@ -551,8 +555,8 @@ TEST_P(Fast, TreeHolesAtEveryRank) {
   });
 }
 
-// On a node with cores to spare (process_cores overridden): waiters spin without
-// yielding, shares combine in oneTBB's chunks; the results are the same.
+// On a node with cores to spare (process_cores overridden): shares combine in oneTBB's
+// chunks (where not under TSAN); the results are the same.
 TEST_P(Fast, TreeWithCoresToSpare) {
   ep::collectives::override_process_cores(64);
   run_layout(GetParam(), [&](const Ctx& c) {

@@ -7,7 +7,7 @@
 // the whole list (exactly once, in order, for this round), that every node was
 // combined exactly once in the round, and publishes the round's result, which every
 // member checks after its release.  Plain-synchronization rounds (tree_sync) are mixed
-// in.  The round counter starts just below its wrap-around.  No sleep may have needed
+// in, and rounds whose completer hands the release to another thread and waits.  The round counter starts just below its wrap-around.  No sleep may have needed
 // its safety timeout (runtime::lost_wakeups).
 // No MPI; seeded: LIBEP_STRESS_SEED=<n> replays a run.
 #include <gtest/gtest.h>
@@ -185,7 +185,11 @@ int run_group(int n, int rounds, uint32_t start, uint64_t seed) {
       for (int r = 0; r < rounds; ++r) {
         random_delay(rng);
         const uint32_t round = ep::collectives::tree_round(g.table);
-        const bool sync = shared() % 5 == 0;
+        const uint64_t draw = shared();
+        const bool sync = draw % 5 == 0;
+        // Some rounds' completers hand the release to another thread, which releases
+        // after a delay while the completer waits like the others (fast.h's engine way).
+        const bool handed = draw % 7 == 1;
         if (sync) {
           ep::collectives::tree_sync(g.table, me, [&g] { ++g.syncs; });
           ++syncs_seen;
@@ -211,7 +215,17 @@ int run_group(int n, int rounds, uint32_t start, uint64_t seed) {
           }
           std::memcpy(g.release.data, &all, sizeof all);
           g.release.plan = round;
-          ep::collectives::tree_release(g.table, round);
+          if (handed) {
+            const int delay_us = static_cast<int>(rng() % 400);
+            std::thread finisher([&g, round, delay_us] {
+              std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+              ep::collectives::tree_release(g.table, round);
+            });
+            ep::collectives::tree_wait(g.table, round);
+            finisher.join();
+          } else {
+            ep::collectives::tree_release(g.table, round);
+          }
         } else {
           ep::collectives::tree_wait(g.table, round);
         }
