@@ -175,21 +175,23 @@ void fill_zeros(void* buf, const OpArgs& a) {
   unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.type, a.ti);
 }
 
-// The exchange among fragments on `acc` (this fragment's partial in, the total out).
-// Returns an EP_* code.
-int exchange_partial(CommShared* c, FastState* fs, void* acc, const OpArgs& a) {
+// The exchange among fragments: this fragment's partial `in` (which may be `acc`), the
+// total into `acc`.  Returns an EP_* code.
+int exchange_partial(CommShared* c, FastState* fs, const void* in, void* acc, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
   if (fs->pcomm != MPI_COMM_NULL && bytes_of(a) > kFastBytes) {  // the ring (contiguous)
     // A helper team's waiting members take chunks of the ring's combine steps
-    // (runtime/team.h); the reference keeps the team while they may run them.
+    // (runtime/team.h); the reference keeps the team while they may run them.  The
+    // ring reads `in` block by block as it goes (no copy of it beforehand).
     OpArgs la = a;
     if ((la.team = runtime::current_team()) != nullptr) la.team->ref();
     TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
     const int err = runtime::from_mpi(
-        ring_exchange(fs->pcomm, c->my_frag, nfrag, {acc}, acc, {}, block.get(), la));
+        ring_exchange(fs->pcomm, c->my_frag, nfrag, {in}, acc, {}, block.get(), la));
     if (la.team != nullptr) la.team->unref();
     return err;
   }
+  if (in != acc) copy_n(in, acc, a.count, a);
   FastScratch tmp(a);
   if (fs->pcomm != MPI_COMM_NULL) {
     return runtime::from_mpi(exchange(fs->pcomm, c->my_frag, nfrag, acc, tmp.get(), a));
@@ -235,11 +237,18 @@ void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpAr
     // A fragment of holes that knows the arguments adds zeros (what a hole contributes
     // is unspecified) so that the other fragments' exchange goes on.
     if (!root_has_data) fill_zeros(rel.data, a);
-    rel.err = exchange_partial(c, fs, rel.data, a);
+    rel.err = exchange_partial(c, fs, rel.data, rel.data, a);
     rel.plan = kResult;
     return;
   }
   fs->shares = number_shares(fs);
+  if (fs->shares == 1) {  // a lone valid endpoint: its input is the partial, no shares
+    for (int k = 0; k < fs->table.n; ++k) {
+      const Part& p = *fs->members[k].part;
+      if (!p.hole) rel.err = exchange_partial(c, fs, input_of(p), p.rbuf, a);
+    }
+    return;
+  }
   // The fragment's partial goes to an output that is not also its endpoint's input,
   // else to scratch; the exchange runs in round 2.
   fs->acc = nullptr;
@@ -383,7 +392,7 @@ void combine_share(FastState* fs, int share, void* target, const OpArgs& la) {
     xs.push_back(elem(input_of(p), b, la.ti));
     aliased |= xs.back() == out;
   }
-  if (!aliased) {
+  if (!aliased || xs.size() == 1) {  // (a lone input in place is its own result)
     reduce_all(xs, out, len, la);
     return;
   }
@@ -422,7 +431,7 @@ int run_shares(Endpoint* ep, const Part& part, FastState* fs) {
   tree_sync(t, me, [c, fs, multi, plan] {
     fs->release.err = EP_SUCCESS;
     if (plan == kShareAll && multi) {
-      fs->release.err = exchange_partial(c, fs, fs->acc, *fs->plan_args);
+      fs->release.err = exchange_partial(c, fs, fs->acc, fs->acc, *fs->plan_args);
     }
   });
   const int err = fs->release.err;

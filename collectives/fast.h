@@ -23,8 +23,9 @@
 //              address space), then - allreduce - copies the shares it did not compute
 //              from their owners' outputs, or - several fragments - the completer of
 //              round 2 exchanges the fragment's partial (`acc`: an output not passed
-//              EP_IN_PLACE, else scratch) and each endpoint copies the total.  Rounds 2
-//              and 3 keep buffers that others read alive until they are done;
+//              EP_IN_PLACE, else scratch) and each endpoint copies the total (a lone
+//              valid endpoint's input goes to the exchange as it is, in round 1).
+//              Rounds 2 and 3 keep buffers that others read alive until they are done;
 //              a large bcast: each endpoint copies from the root's buffer, then round 2;
 //   engine     several fragments and anything else - every barrier, bcast and reduce, an
 //              allreduce with a user op or a large non-contiguous type: round 1's
