@@ -423,8 +423,8 @@ int run_shares(Endpoint* ep, const Part& part, FastState* fs) {
   if ((la.team = runtime::current_team()) != nullptr) la.team->ref();
   const bool multi = ep->comm->frag_leaders.size() > 1;
   if (m.share >= 0) {
-    void* target = plan == kShareRoot ? fs->members[fs->root_local].part->rbuf
-                                      : (multi ? fs->acc : part.rbuf);
+    void* target =
+        plan == kShareRoot ? fs->members[fs->root_local].part->rbuf : (multi ? fs->acc : part.rbuf);
     combine_share(fs, m.share, target, la);
   }
   CommShared* c = ep->comm;

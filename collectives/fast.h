@@ -76,10 +76,10 @@
 // write the plan fields and the release before tree_release; members read them after
 // tree_wait.  On the engine way the completer's writes reach the finisher through the
 // engine's own order (the fragment's mutex, engine.h), and the finisher's
-// tree_release publishes them with the outputs.  Endpoints read other endpoints' buffers (shares) only between the
-// release of one round and their arrival at the next, and write only their own share
-// regions or outputs; the round after a phase orders every read of a buffer before its
-// owner may return.
+// tree_release publishes them with the outputs.  Endpoints read other endpoints'
+// buffers (shares) only between the release of one round and their arrival at the next,
+// and write only their own share regions or outputs; the round after a phase orders
+// every read of a buffer before its owner may return.
 #ifndef EP_COLLECTIVES_FAST_H_
 #define EP_COLLECTIVES_FAST_H_
 
@@ -124,11 +124,11 @@ struct FastState {
 
   // The plan of the operation in progress: written by round 1's completer, read by the
   // members after its release (see Threading).
-  const OpArgs* plan_args = nullptr;  // the best-informed arrival's arguments
-  int shares = 0;                     // shares: valid endpoints
-  int root_local = 0;                 // bcast/reduce: the root's local index
-  uint32_t engine_round = 0;          // the round an engine operation's finisher releases
-  void* acc = nullptr;                // shares among fragments: the fragment's partial
+  const OpArgs* plan_args = nullptr;     // the best-informed arrival's arguments
+  int shares = 0;                        // shares: valid endpoints
+  int root_local = 0;                    // bcast/reduce: the root's local index
+  uint32_t engine_round = 0;             // the round an engine operation's finisher releases
+  void* acc = nullptr;                   // shares among fragments: the fragment's partial
   std::unique_ptr<TypedBuffer> scratch;  // acc when no output may hold it
   // Completers only; pcomm_tried once made or refused.
   bool pcomm_tried = false;

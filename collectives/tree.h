@@ -69,9 +69,11 @@ namespace ep::collectives {
 // Bytes a slot carries by value (a member's contribution, a subtree's partial, a result).
 constexpr int kTreeInline = 256;
 
-// Flags of TreeSlot::own and TreeSlot::sub.
-constexpr uint32_t kTreeData = 1;   // own: the contribution is in `in`; sub: the subtree has a partial
-constexpr uint32_t kTreeInAcc = 2;  // sub: the partial is in `acc` (else it is the member's `in`)
+// Flags of TreeSlot::own and TreeSlot::sub.  kTreeData: own - the contribution is in
+// `in`; sub - the subtree has a partial.  kTreeInAcc: sub - the partial is in `acc` (else
+// it is the member's own, in `in`).
+constexpr uint32_t kTreeData = 1;
+constexpr uint32_t kTreeInAcc = 2;
 
 // A member's node.  Written by its member (own, in) before it arrives, and by the
 // node's completer (sub, acc) before it arrives at the parent.
@@ -85,11 +87,11 @@ struct TreeSlot {
 
 // A group's release.  Written by each round's completer before the store of `round`.
 struct TreeRelease {
-  alignas(64) std::atomic<uint32_t> round{0};  // rounds released so far (wraps)
-  int32_t err = 0;                             // the round's outcome (the caller's codes)
-  uint32_t plan = 0;                           // what the members do next (the caller's)
-  int64_t bytes = 0;                           // of `data`, when the caller needs it
-  alignas(64) runtime::Event event;            // notified after each release
+  alignas(64) std::atomic<uint32_t> round{0};   // rounds released so far (wraps)
+  int32_t err = 0;                              // the round's outcome (the caller's codes)
+  uint32_t plan = 0;                            // what the members do next (the caller's)
+  int64_t bytes = 0;                            // of `data`, when the caller needs it
+  alignas(64) runtime::Event event;             // notified after each release
   alignas(64) unsigned char data[kTreeInline];  // a result by value
 };
 
@@ -164,8 +166,7 @@ inline void tree_wait(const TreeTable& t, uint32_t round,
   runtime::wait_until(
       r->event,
       // acquire: pairs with tree_release's store.
-      [r, round] { return r->round.load(std::memory_order_acquire) != round; }, drive,
-      t.crowd);
+      [r, round] { return r->round.load(std::memory_order_acquire) != round; }, drive, t.crowd);
 }
 
 // One round with nothing to combine: `at_root` runs on the completer before the release.

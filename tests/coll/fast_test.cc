@@ -345,7 +345,9 @@ TEST_P(Fast, TreeAllreduceOpsAndSizes) {
       }
       EXPECT_EQ(out[un], kGap) << c.what << " n " << n << ": overrun";
       std::vector<int> x(un + 1, -1), u(un + 1, -1);
-      for (int i = 0; i < n; ++i) x[static_cast<size_t>(i)] = u[static_cast<size_t>(i)] = ival(c.me, i);
+      for (int i = 0; i < n; ++i) {
+        x[static_cast<size_t>(i)] = u[static_cast<size_t>(i)] = ival(c.me, i);
+      }
       ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, x.data(), n, MPI_INT, MPI_MAX, c.comm), EP_SUCCESS);
       ASSERT_EQ(EP_Allreduce(EP_IN_PLACE, u.data(), n, MPI_INT, modsum, c.comm), EP_SUCCESS);
       for (int i = 0; i < n; ++i) {
@@ -392,8 +394,7 @@ TEST_P(Fast, TreeBcastAndReduceFromEveryRoot) {
         if (c.rank == root) {
           for (int i = 0; i < n; ++i) b[static_cast<size_t>(i)] = ival(c.me, i);
         }
-        ASSERT_EQ(EP_Bcast(b.data(), as_pairs ? n / 2 : n, as_pairs ? pair : MPI_INT, root,
-                           c.comm),
+        ASSERT_EQ(EP_Bcast(b.data(), as_pairs ? n / 2 : n, as_pairs ? pair : MPI_INT, root, c.comm),
                   EP_SUCCESS);
         for (int i = 0; i < n; ++i) {
           ASSERT_EQ(b[static_cast<size_t>(i)], ival(c.w(root), i))
@@ -531,13 +532,13 @@ TEST_P(Fast, TreeHolesAtEveryRank) {
                                                   : " erroneous process " + std::to_string(pass));
         for (int n : {4, 40000}) {  // by value, shares
           std::vector<double> in(static_cast<size_t>(n), 1.0), out(static_cast<size_t>(n));
-          int rc = EP_Allreduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM,
-                                c.comm);
+          int rc =
+              EP_Allreduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, c.comm);
           ASSERT_EQ(rc, bad ? EP_ERR_BUFFER : EP_SUCCESS) << what << " allreduce n " << n;
           const int root = e >= 0 ? e : 0;
           for (int r : {root, (root + 1) % c.size}) {
-            rc = EP_Reduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, r,
-                           c.comm);
+            rc =
+                EP_Reduce(bad ? nullptr : in.data(), out.data(), n, MPI_DOUBLE, MPI_SUM, r, c.comm);
             ASSERT_EQ(rc, bad ? EP_ERR_BUFFER : EP_SUCCESS) << what << " reduce root " << r;
             std::vector<int> b(static_cast<size_t>(n), c.rank == r ? 77 : -1);
             rc = EP_Bcast(bad ? nullptr : b.data(), n, MPI_INT, r, c.comm);

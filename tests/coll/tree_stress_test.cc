@@ -7,8 +7,9 @@
 // the whole list (exactly once, in order, for this round), that every node was
 // combined exactly once in the round, and publishes the round's result, which every
 // member checks after its release.  Plain-synchronization rounds (tree_sync) are mixed
-// in, and rounds whose completer hands the release to another thread and waits.  The round counter starts just below its wrap-around.  No sleep may have needed
-// its safety timeout (runtime::lost_wakeups).
+// in, and rounds whose completer hands the release to another thread and waits.  The
+// round counter starts just below its wrap-around.  No sleep may have needed its safety
+// timeout (runtime::lost_wakeups).
 // No MPI; seeded: LIBEP_STRESS_SEED=<n> replays a run.
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -16,9 +17,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -148,14 +149,15 @@ void random_delay(std::mt19937_64& rng) {
 // member that never gets released hangs otherwise).
 class Watch {
  public:
-  Watch(int n, int limit_s) : th_([this, n, limit_s] {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (!cv_.wait_for(lock, std::chrono::seconds(limit_s), [this] { return done_; })) {
-        std::fprintf(stderr, "tree_stress_test: a group of %d still runs after %d s (hang)\n",
-                     n, limit_s);
-        std::abort();
-      }
-    }) {}
+  Watch(int n, int limit_s)
+      : th_([this, n, limit_s] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::seconds(limit_s), [this] { return done_; })) {
+            std::fprintf(stderr, "tree_stress_test: a group of %d still runs after %d s (hang)\n",
+                         n, limit_s);
+            std::abort();
+          }
+        }) {}
   ~Watch() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -197,13 +199,12 @@ int run_group(int n, int rounds, uint32_t start, uint64_t seed) {
           continue;
         }
         TreeSlot& s = g.slots[me];
-        const Summary mine{round, static_cast<uint32_t>(me), 1, 0, uint64_t{1} << me,
-                           static_cast<uint64_t>(me + 1)};
+        const Summary mine{round, static_cast<uint32_t>(me), 1,
+                           0,     uint64_t{1} << me,         static_cast<uint64_t>(me + 1)};
         std::memcpy(s.in, &mine, sizeof mine);
         s.own = kTreeData;
-        if (ep::collectives::tree_arrive(g.table, me, [&g, round](int node) {
-              combine(g, node, round);
-            })) {
+        if (ep::collectives::tree_arrive(g.table, me,
+                                         [&g, round](int node) { combine(g, node, round); })) {
           const Summary& all = summary_at(n > 1 ? g.slots[0].acc : g.slots[0].in);
           const uint64_t done = static_cast<uint64_t>(r + 1) - syncs_seen;
           for (int k = 0; k < n; ++k) {
