@@ -2,10 +2,11 @@
 // alone linked: what runtime/errhandler.h declares is implemented in runtime (no MPI).
 // A handler's last holder deletes it; under --config=asan a leak or a second deletion
 // fails the test.
+#include "runtime/errhandler.h"
+
 #include <gtest/gtest.h>
 
 #include "base/types.h"
-#include "runtime/errhandler.h"
 
 namespace {
 
