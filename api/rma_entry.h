@@ -1,6 +1,7 @@
-// rma_entry.h - what the one-sided entry points share (api/rma.cc, api/rma_more.cc):
-// the window handle's check and guard, the window's error handler, the argument checks
-// that need no window state, and run_op (every data-moving call ends there).
+// rma_entry.h - what the one-sided entry points share (api/rma.cc, rma_windows.cc,
+// rma_requests.cc, rma_sync.cc): the window handle's check and guard, the window's error
+// handler, the argument checks that need no window state, and run_op (every data-moving
+// call ends there).
 //
 // Internal to api/; the functions run on the calling endpoint's thread.
 //

@@ -86,8 +86,7 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
 // memcpy for the message paths, where most copies are a few bytes (an 8-byte payload):
 // up to 32 bytes it moves two overlapping words of a fixed size, which the compiler
 // inlines, instead of calling into the C library, whose call costs more than such a
-// copy (the library's memmove was 4% of the receiving core in the message-rate
-// benchmark).  The ranges must not overlap, as for memcpy.
+// copy (docs/perf/runtime.md).  The ranges must not overlap, as for memcpy.
 __attribute__((always_inline)) inline void copy_bytes(void* dst, const void* src, size_t n) {
   auto* d = static_cast<char*>(dst);
   const auto* s = static_cast<const char*>(src);

@@ -35,7 +35,18 @@ RequestCache* request_cache() {
   return t_request_cache;
 }
 
+// Requests on the heap (see requests_live()).  relaxed: a tally that orders nothing;
+// its exact readers are ordered after the counting threads by a join.
+std::atomic<int64_t> g_requests_live{0};
+
 }  // namespace
+
+void request_delete(Request* r) {
+  delete r;
+  g_requests_live.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a tally (above)
+}
+
+int64_t requests_live() { return g_requests_live.load(std::memory_order_relaxed); }
 
 constinit thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
 
@@ -64,6 +75,7 @@ Request* request_new(RequestKind kind, bool user_handle) {
     new (r) Request;
   } else {
     r = new Request;
+    g_requests_live.fetch_add(1, std::memory_order_relaxed);  // relaxed: a tally (above)
   }
   r->kind = kind;
   if (!user_handle) {
@@ -78,6 +90,7 @@ Request* request_new(RequestKind kind, bool user_handle) {
 Request* completed_send_request() {
   static Request* const shared = [] {
     Request* r = new Request;  // never deleted: handles to it may outlive EP_Finalize
+    g_requests_live.fetch_add(1, std::memory_order_relaxed);  // relaxed: a tally (above)
     r->kind = RequestKind::kSend;
     r->immortal = true;
     r->state.store(Request::kComplete, std::memory_order_relaxed);  // published by the static init

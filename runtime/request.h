@@ -230,6 +230,13 @@ void request_complete(Request* r, bool inline_payload = false);
 void request_take_inline(Request* r);
 // The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
+// Deletes a Request made by request_new (its cache's or its recycler's last step).
+void request_delete(Request* r);
+// How many Request objects are on the heap: made by an allocation of request_new (or
+// completed_send_request) and not yet deleted.  Counted on those two paths only - a
+// request recycled through a thread's cache counts once.  A tally (relaxed): exact for
+// a reader ordered after the threads that allocated and deleted (joined them).
+int64_t requests_live();
 // A small per-thread cache of Request objects: receives and sends allocate one each.
 // It lives on the heap, reached through a pointer in fast TLS (progress/fast_tls.h:
 // 520 bytes are too many for initial-exec space); request.cc frees it when the thread
@@ -238,7 +245,7 @@ struct RequestCache {
   Request* items[64];
   int n = 0;
   ~RequestCache() {
-    for (int i = 0; i < n; ++i) delete items[i];
+    for (int i = 0; i < n; ++i) request_delete(items[i]);
   }
 };
 extern constinit thread_local RequestCache* t_request_cache EP_FAST_TLS;
@@ -252,7 +259,7 @@ inline void request_recycle(Request* r) {
   if (cache != nullptr && cache->n < 64) {
     cache->items[cache->n++] = r;
   } else {
-    delete r;
+    request_delete(r);
   }
 }
 inline bool request_done(Request* r) {

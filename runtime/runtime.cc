@@ -1,11 +1,14 @@
 #include "runtime/runtime.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 #include "base/types.h"
+#include "progress/affinity.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
@@ -147,6 +150,26 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
 const progress::Stats& engine_stats() { return engine().stats(); }
 void inject_mpi_failure(progress::MpiCall call, int n) { engine().inject_failure(call, n); }
 
+namespace {
+// A process whose calling thread may run on one CPU only, with no CPU named for its
+// progress thread: the progress thread inherits that one CPU and shares it with the
+// application.  Collective over MPI_COMM_WORLD; world rank 0 warns once for all.
+void warn_shared_cpu(int world_rank, bool unpinned) {
+  const int alone = unpinned && progress::thread_cpus(pthread_self()).size() == 1 ? 1 : 0;
+  int count = 0, size = 1;
+  MPI_Allreduce(&alone, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (world_rank == 0 && count > 0) {
+    std::fprintf(stderr,
+                 "libep: warning: %d of %d process(es) are bound to a single CPU and "
+                 "EP_PROGRESS_CPUS is not set: their progress threads share the application's "
+                 "CPU; give them CPUs of their own with EP_PROGRESS_CPUS and the launcher's "
+                 "binding (hydra: mpiexec -bind-to user:0,2 with EP_PROGRESS_CPUS=1,3)\n",
+                 count, size);
+  }
+}
+}  // namespace
+
 int runtime_init() {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
@@ -182,12 +205,18 @@ int runtime_init() {
   if (!rt->config.progress_cpus.empty()) {
     opts.cpu = rt->config.progress_cpus[rt->local_proc_index % rt->config.progress_cpus.size()];
   }
+  warn_shared_cpu(rt->world_rank, opts.cpu < 0);
   // Publish before starting the engine: the progress thread calls runtime().
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
-  if (!engine().start(opts, raw, &error)) {
-    g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
-    return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
+  engine().start(opts, raw);
+  if (!engine().pin_refusal().empty()) {
+    // The thread keeps the affinity it inherited from this one.
+    std::fprintf(stderr,
+                 "libep: warning: process %d: EP_PROGRESS_CPUS: the kernel refuses CPU %d for "
+                 "the progress thread (%s); it runs unpinned, on CPUs %s\n",
+                 raw->world_rank, opts.cpu, engine().pin_refusal().c_str(),
+                 progress::cpu_list_text(progress::thread_cpus(pthread_self())).c_str());
   }
   rt.release();
   datatype_init();

@@ -8,7 +8,11 @@
 #   2. the package's BUILD.bazel depends on that package (a //pkg label in it);
 #   3. progress headers are included only by progress and runtime, and the public header
 #      ep/ep.h only by api: the layers below api use base/types.h;
-#   4. only progress and runtime name the engine (progress:: or runtime::engine()).
+#   4. only progress and runtime name the engine (progress:: or runtime::engine());
+#   5. a file defines only its own layer's functions: it opens no namespace of another
+#      layer (`namespace ep::runtime` in api/) and defines no `ep::<layer>::name(...)`
+#      of another layer, so whatever a layer's header declares is implemented in that
+#      layer (or inline in the header), and a lower layer never needs a higher one to link.
 # Prints every violation; exits 1 if there is one.  Run by tools/test.sh.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -49,6 +53,14 @@ for pkg in "${!layer[@]}"; do
         report "$file names the progress engine (use runtime/transport.h, runtime/wait.h)"
       fi
     fi
+    # Rule 5 (code only: // comments stripped).  base's namespace is plain `ep`.
+    while IFS= read -r other; do
+      [[ $other == "$pkg" ]] && continue
+      report "$file defines code of $other (namespace ep::$other): implement it in $other/"
+    done < <(sed -E 's://.*$::' "$file" |
+      sed -nE -e 's/^[[:space:]]*namespace[[:space:]]+ep::([a-z_]+).*/\1/p' \
+        -e 's/^[A-Za-z_][^;(]*[[:space:]*&]ep::([a-z_]+)::[A-Za-z_~][A-Za-z0-9_:~]*\(.*/\1/p' |
+      sort -u | while IFS= read -r ns; do [[ -n ${layer[$ns]+x} ]] && echo "$ns"; done)
   done < <(find "$pkg" \( -name "*.h" -o -name "*.cc" \) | tr '\n' '\0')
 done
 
@@ -56,4 +68,4 @@ if ((violations > 0)); then
   echo "check_layers: $violations violation(s)" >&2
   exit 1
 fi
-echo "check_layers: every include of ${!layer[*]} respects the layers"
+echo "check_layers: every include and definition of ${!layer[*]} respects the layers"

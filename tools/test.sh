@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libep's full test run (what CI runs via .ci/run):
 #   0. tools/check_layers.sh          (no file reaches across the layers)
+#      tools/check_hygiene.sh         (no issue numbers or dated figures in the code, README)
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
@@ -16,11 +17,9 @@ bash tools/setup.sh || {
   exit 1
 }
 
-if ! bash tools/check_layers.sh; then
-  layers_failed=1
-else
-  layers_failed=0
-fi
+layers_failed=0
+bash tools/check_layers.sh || layers_failed=$((layers_failed + 1))
+bash tools/check_hygiene.sh || layers_failed=$((layers_failed + 1))
 
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/libep-test.XXXXXX")
 trap 'rm -rf "$logdir"' EXIT

@@ -497,7 +497,7 @@ int main(int argc, char** argv) {
 
   Budget lat;  // latency repetitions
   lat.seconds = opt.rep_seconds;
-  Budget atom = lat;  // the atomic ping-pong is ~100x faster: more warm-up
+  Budget atom = lat;  // the atomic ping-pong is far faster: more warm-up
   atom.warm = 10000;
   Budget rate = lat;  // windows
   rate.min_iters = 5;
