@@ -40,7 +40,11 @@
 # (the commit comes from git, else from .node/commit, else "unknown").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-invocation="tools/bench/node_report.sh${*:+ $*}"
+# The command line as typed (arguments with spaces or quotes in single quotes).
+invocation=tools/bench/node_report.sh
+for a in "$@"; do
+  if [[ $a =~ ^[A-Za-z0-9_./,:=+-]+$ ]]; then invocation+=" $a"; else invocation+=" '${a//\'/\'\\\'\'}'"; fi
+done
 
 threads="2 4 8 14"
 threads_given=0
@@ -89,7 +93,7 @@ fi
 # What a halo iteration costs at most on a 16-core node (us), for the time estimate.
 declare -A halo_guess_us=([8]=300 [256]=500 [1024]=5000)
 
-# The rows, in the order of README.md's tables: number, title, unit.
+# The rows by layout (report_order below is README.md's order), their titles and units.
 rows_1p=(rt64_1p rtvec_1p rate8_1p allreduce8_1p barrier_1p)
 halo_1p=(halo_1p_8 halo_1p_256 halo_1p_1024)
 rows_2p=(rate8_2p bw64k_2p barrier_2p allreduce8_2p allreduce1m_2p bcast8_2p bcast1m_2p
@@ -318,7 +322,7 @@ halo_run() {
     cmd=("$mpiexec" "${bargs[@]}" -n "$np" "$halo" --mpi "$size" "$size" "$iters" 0)
   fi
   local limit
-  limit=$(awk -v e="$(est_halo "$size")" 'BEGIN { l = int(10 * e); print l < 30 ? 30 : l }')
+  limit=$(awk -v e="$(est_halo "$size")" 'BEGIN { l = int(10 * e); print l < 60 ? 60 : l }')
   local text
   text="OMP_NUM_THREADS=$omp timeout $limit $(shown "${cmd[@]}")"
   if [[ $phase == plan ]]; then add_est "$(est_halo "$size")"; echo "$text" >>"$work/plan.txt"; return 0; fi
@@ -433,6 +437,7 @@ cell() {  # ROW MODE T: "median (min-max)" [; per pair]
   fi
   echo "$s"
 }
+unit_of() { case "$1" in rate8_*) echo "M msg/s" ;; bw64k_*) echo "MiB/s" ;; *) echo us ;; esac; }
 better_of() { [[ $1 == rate8_* || $1 == bw64k_* ]] && echo higher || echo lower; }
 
 # ---- plots ---------------------------------------------------------------------------------
@@ -544,14 +549,14 @@ table() {  # ROW
   echo
 }
 summary() {  # one line per row: its largest T
-  echo "| row | T | libep | MPI everywhere | libep / MPI | better |"
-  echo "|---|---:|---:|---:|---:|---|"
+  echo "| row | T | unit | libep | MPI everywhere | libep / MPI | better |"
+  echo "|---|---:|---|---:|---:|---:|---|"
   local r
   for r in "${report_order[@]}"; do
     local t
     t=$(ts_of "$r" | tail -1)
     [[ -z "$t" ]] && continue
-    echo "| ${title[$r]} | $t | $(num "$(val "$r" libep "$t" 4)") | $(num "$(val "$r" mpi "$t" 4)") | $(ratio "$(val "$r" libep "$t" 4)" "$(val "$r" mpi "$t" 4)") | $(better_of "$r") |"
+    echo "| ${title[$r]} | $t | $(unit_of "$r") | $(num "$(val "$r" libep "$t" 4)") | $(num "$(val "$r" mpi "$t" 4)") | $(ratio "$(val "$r" libep "$t" 4)" "$(val "$r" mpi "$t" 4)") | $(better_of "$r") |"
   done
 }
 md=$out_dir/README.md
