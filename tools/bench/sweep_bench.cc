@@ -38,7 +38,6 @@
 // Uses only the public API (ep/ep.h) and MPI.
 #include <ep/ep.h>
 #include <mpi.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -47,7 +46,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tools/bench/bench_util.h"
@@ -58,7 +56,6 @@ namespace {
 using ep_bench::median;
 using ep_bench::now_s;
 using ep_bench::Budget;
-using ep_bench::is_last;
 using ep_bench::kWindow;
 using ep_bench::Measure;
 using ep_bench::stream;
@@ -71,25 +68,10 @@ MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, the fin
 // Cleared by any measuring thread that finds a wrong payload; read after the threads joined.
 std::atomic<bool> g_checks_ok{true};
 
-void sleep_us(long us) {
-  struct timespec ts;
-  ts.tv_sec = us / 1000000;
-  ts.tv_nsec = (us % 1000000) * 1000;
-  nanosleep(&ts, nullptr);
-}
+using ep_bench::sleep_us;
 
-// A barrier over both processes that sleeps between tests (MPICH's blocking calls
-// busy-poll and would take a core from the measured threads).
-void lazy_barrier() {
-  MPI_Request r;
-  CHECK(MPI_Ibarrier(g_ctl, &r));
-  for (;;) {
-    int flag = 0;
-    CHECK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
-    if (flag) return;
-    sleep_us(200);
-  }
-}
+// bench_util.h's barrier on the control communicator.
+void lazy_barrier() { ep_bench::lazy_barrier(g_ctl); }
 
 // The flag in a payload's first 8 bytes: 0 marks the last message.
 int64_t get_flag(const unsigned char* p) {
@@ -107,40 +89,29 @@ void check_payload(const std::vector<unsigned char>& buf) {
   if (buf.size() > sizeof(int64_t) && buf.back() != kPattern) g_checks_ok = false;
 }
 
-// One ping-pong repetition of `bytes`-byte messages; send/recv move the whole buffer.
-// The initiator (`first`) returns the one-way latency.
+// One ping-pong repetition (kernels.h) of `bytes`-byte messages; send(p) / recv(p) move
+// the whole buffer at p.  Both sides check the last message's payload.
 template <class Send, class Recv>
-Measure pingpong(bool first, size_t bytes, const Budget& b, Send send, Recv recv) {
+Measure pingpong_bytes(bool first, size_t bytes, const Budget& b, Send send, Recv recv) {
   std::vector<unsigned char> buf(bytes, first ? kPattern : 0);
   unsigned char* p = buf.data();
-  if (!first) {
-    for (;;) {
-      recv(p);
-      send(p);
-      if (get_flag(p) == 0) {
-        check_payload(buf);
-        return {};
-      }
-    }
-  }
-  double t0 = now_s();
-  for (long i = 0;; ++i) {
-    if (i == b.warm) t0 = now_s();
-    const bool last = is_last(i, t0, b);
-    set_flag(p, last ? 0 : 1);
-    send(p);
-    recv(p);
-    if (last) {
-      check_payload(buf);
-      const long timed = i - b.warm + 1;
-      return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
-    }
-  }
+  const Measure m = ep_bench::pingpong(
+      first, b,
+      [&](int64_t flag) {
+        set_flag(p, flag);
+        send(p);
+      },
+      [&] {
+        recv(p);
+        return get_flag(p);
+      });
+  check_payload(buf);
+  return m;
 }
 
 Measure ep_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
   const int n = static_cast<int>(bytes);
-  return pingpong(
+  return pingpong_bytes(
       first, bytes, b, [&](unsigned char* m) { CHECK(EP_Send(m, n, MPI_BYTE, peer, kTag, comm)); },
       [&](unsigned char* m) {
         CHECK(EP_Recv(m, n, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE));
@@ -149,7 +120,7 @@ Measure ep_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, const Budg
 
 Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
   const int n = static_cast<int>(bytes);
-  return pingpong(
+  return pingpong_bytes(
       first, bytes, b, [&](unsigned char* m) { CHECK(MPI_Send(m, n, MPI_BYTE, peer, kTag, comm)); },
       [&](unsigned char* m) {
         CHECK(MPI_Recv(m, n, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
@@ -158,9 +129,7 @@ Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Bu
 
 // Records a window whose messages differ (each window's messages carry one flag).
 void check_window(const int64_t* buf) {
-  for (int j = 0; j + 1 < kWindow; ++j) {
-    if (buf[j] != buf[kWindow - 1]) g_checks_ok = false;
-  }
+  if (!ep_bench::uniform_window(buf, ep_bench::StreamShape{})) g_checks_ok = false;
 }
 
 Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
@@ -187,13 +156,7 @@ Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
       check_window);
 }
 
-// Runs fn(i) on n new threads and joins them.
-template <class F>
-void on_threads(int n, F fn) {
-  std::vector<std::thread> t;
-  for (int i = 0; i < n; ++i) t.emplace_back([&fn, i] { fn(i); });
-  for (auto& x : t) x.join();
-}
+using ep_bench::on_threads;
 
 // The values of one figure, one per recorded repetition.
 struct Series {
