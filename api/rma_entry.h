@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "rma/window.h"
 
@@ -87,7 +88,7 @@ inline bool node_paths(MPI_Info info) {
   if (info == MPI_INFO_NULL) return true;
   char value[16] = {0};
   int flag = 0;
-  MPI_Info_get(info, "ep_shared_memory", static_cast<int>(sizeof(value)) - 1, value, &flag);
+  EP_MPI(MPI_Info_get(info, "ep_shared_memory", static_cast<int>(sizeof(value)) - 1, value, &flag));
   return !(flag && std::strcmp(value, "false") == 0);
 }
 

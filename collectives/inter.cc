@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "collectives/coll.h"
 #include "collectives/internal.h"
@@ -58,7 +59,7 @@ using runtime::BlobWriter;
 
 bool is_commutative(MPI_Op op) {
   int flag = 1;
-  MPI_Op_commutative(op, &flag);
+  EP_MPI(MPI_Op_commutative(op, &flag));
   return flag != 0;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "collectives/coll.h"
 #include "collectives/internal.h"
@@ -18,7 +19,7 @@ using runtime::BlobWriter;
 
 bool commutative(MPI_Op op) {
   int flag = 1;
-  MPI_Op_commutative(op, &flag);
+  EP_MPI(MPI_Op_commutative(op, &flag));
   return flag != 0;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/mpi_calls.h"
 #include "collectives/coll.h"
 #include "runtime/reduce.h"
 
@@ -84,8 +85,8 @@ void release_scratch() { scratch_pool().clear(); }
 
 TypedBuffer::TypedBuffer(int count, MPI_Datatype type) {
   MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  MPI_Type_get_extent(type, &lb, &extent);
-  MPI_Type_get_true_extent(type, &tlb, &textent);
+  EP_MPI(MPI_Type_get_extent(type, &lb, &extent));
+  EP_MPI(MPI_Type_get_true_extent(type, &tlb, &textent));
   size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * extent) : 0;
   mem_ = scratch_pool().take(span + 1, &cap_);  // every use writes it before reading
   base_ = mem_.get() - tlb;
@@ -136,7 +137,8 @@ void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type, 
 void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
   reduction_chunks(count, a, [&](int64_t b, int64_t e) {
     if (!runtime::reduce_builtin(elem(x, b, a.ti), elem(acc, b, a.ti), e - b, a.type, a.op)) {
-      MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type, a.op);
+      EP_MPI(MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
+                              a.op));
     }
   });
 }

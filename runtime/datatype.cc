@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/mpi_calls.h"
+
 namespace ep::runtime {
 
 BuiltinSlot g_builtin[256];
@@ -13,9 +15,9 @@ namespace {
 
 bool query(MPI_Datatype type, TypeInfo* info) {
   MPI_Count size = 0, lb = 0, extent = 0, tlb = 0, textent = 0;
-  if (MPI_Type_size_x(type, &size) != MPI_SUCCESS) return false;
-  if (MPI_Type_get_extent_x(type, &lb, &extent) != MPI_SUCCESS) return false;
-  if (MPI_Type_get_true_extent_x(type, &tlb, &textent) != MPI_SUCCESS) return false;
+  if (EP_MPI(MPI_Type_size_x(type, &size)) != MPI_SUCCESS) return false;
+  if (EP_MPI(MPI_Type_get_extent_x(type, &lb, &extent)) != MPI_SUCCESS) return false;
+  if (EP_MPI(MPI_Type_get_true_extent_x(type, &tlb, &textent)) != MPI_SUCCESS) return false;
   info->size = size;
   info->extent = extent;
   info->true_lb = tlb;
@@ -32,12 +34,12 @@ MPI_Comm g_check_comm = MPI_COMM_NULL;
 }  // namespace
 
 void datatype_init() {
-  MPI_Comm_dup(MPI_COMM_SELF, &g_check_comm);
-  MPI_Comm_set_errhandler(g_check_comm, MPI_ERRORS_RETURN);
+  EP_MPI(MPI_Comm_dup(MPI_COMM_SELF, &g_check_comm));
+  EP_MPI(MPI_Comm_set_errhandler(g_check_comm, MPI_ERRORS_RETURN));
 }
 
 void datatype_finalize() {
-  if (g_check_comm != MPI_COMM_NULL) MPI_Comm_free(&g_check_comm);
+  if (g_check_comm != MPI_COMM_NULL) EP_MPI(MPI_Comm_free(&g_check_comm));
 }
 
 bool describe_slow(MPI_Datatype type, TypeInfo* info) {
@@ -45,11 +47,11 @@ bool describe_slow(MPI_Datatype type, TypeInfo* info) {
   if (!is_builtin_type(type)) {
     // A derived type must be committed to be used in communication.
     int combiner = 0, ni = 0, na = 0, nd = 0;
-    if (MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS) return false;
+    if (EP_MPI(MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner)) != MPI_SUCCESS) return false;
     if (g_check_comm != MPI_COMM_NULL) {
       char scratch = 0;
       int pos = 0;
-      if (MPI_Pack(&scratch, 0, type, &scratch, 0, &pos, g_check_comm) != MPI_SUCCESS) {
+      if (EP_MPI(MPI_Pack(&scratch, 0, type, &scratch, 0, &pos, g_check_comm)) != MPI_SUCCESS) {
         return false;
       }
     }
@@ -75,7 +77,7 @@ void pack(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, voi
     return;
   }
   int pos = 0;
-  MPI_Pack(buf, count, type, out, static_cast<int>(bytes), &pos, MPI_COMM_SELF);
+  EP_MPI(MPI_Pack(buf, count, type, out, static_cast<int>(bytes), &pos, MPI_COMM_SELF));
 }
 
 void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype type,
@@ -90,7 +92,8 @@ void unpack(const void* in, int64_t bytes, void* buf, int count, MPI_Datatype ty
     return;
   }
   int pos = 0;
-  MPI_Unpack(in, static_cast<int>(nbytes), &pos, buf, static_cast<int>(whole), type, MPI_COMM_SELF);
+  EP_MPI(MPI_Unpack(in, static_cast<int>(nbytes), &pos, buf, static_cast<int>(whole), type,
+                    MPI_COMM_SELF));
 }
 
 void copy(const void* sbuf, int scount, MPI_Datatype stype, const TypeInfo& sti, void* rbuf,

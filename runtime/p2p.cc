@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/mpi_calls.h"
 #include "runtime/errhandler.h"
 #include "runtime/error.h"
 #include "runtime/p2p_inline.h"
@@ -176,7 +177,7 @@ void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie) {
 int lone_send_failed(int mpi_error, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  MPI_Error_string(mpi_error, text, &len);
+  EP_MPI(MPI_Error_string(mpi_error, text, &len));
   return fail(from_mpi(mpi_error), call, "MPI_Send failed: %s", text);
 }
 
