@@ -214,19 +214,13 @@ inline int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const c
   return EP_SUCCESS;
 }
 
-inline bool is_builtin(MPI_Datatype type) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  EP_MPI(MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner));
-  return combiner == MPI_COMBINER_NAMED;
-}
-
 inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti,
                         const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
   if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "buffer is EP_IN_PLACE");
   int err = check_type(type, ti, call, "datatype");
   if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti->size > 0 && ti->named) {
     return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
   }
   return EP_SUCCESS;

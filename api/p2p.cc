@@ -481,7 +481,7 @@ int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int s
   }
   // Send a packed copy, receive into the buffer itself.
   std::vector<char> packed(static_cast<size_t>(ti.size * count));
-  ep::runtime::pack(buf, count, type, ti, packed.data());
+  ep::runtime::pack(buf, count, ti, packed.data());
   return sendrecv_impl(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
                        buf, count, type, source, recvtag, comm, status, call);
 }

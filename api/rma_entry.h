@@ -76,7 +76,7 @@ inline int check_data(const void* buf, int count, MPI_Datatype type, const char*
   TypeInfo ti;
   int err = check_type(type, &ti, call, type_arg);
   if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti.size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti.size > 0 && ti.named) {
     return fail(EP_ERR_BUFFER, call, "%s is NULL but %s is %d", buf_arg, count_arg, count);
   }
   return EP_SUCCESS;

@@ -115,13 +115,13 @@ class BcastOp final : public InterOp {
     }
     Part* r = root_part();
     if (r == nullptr) return;  // kNone
-    out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    out = pack_n(r->rbuf, r->rcount, r->rti);
     pattern = Pattern::kPeers;
     peer_sends = all_remote();
   }
   void finish() override {
     if (in_root_group()) return;
-    for (Part& p : parts) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rtype, p.rti);
+    for (Part& p : parts) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rti);
   }
 };
 
@@ -137,7 +137,7 @@ class GatherOp final : public InterOp {
       return;
     }
     BlobWriter w;
-    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.sti));
     out = w.take();
     if (all_) {
       exchange_all();
@@ -152,7 +152,7 @@ class GatherOp final : public InterOp {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
           if (!all_ && p.root != kRoot) continue;
-          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
+          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rti);
         }
       });
     }
@@ -175,7 +175,7 @@ class ScatterOp final : public InterOp {
     std::vector<BlobWriter> w = writers();
     for (int d = 0; d < c->remote_size; ++d) {
       put_ranked(w[c->remote_frag_of[d]], d,
-                 pack_n(elem(r->sbuf, r->sdispls[d], r->sti), r->scounts[d], r->stype, r->sti));
+                 pack_n(elem(r->sbuf, r->sdispls[d], r->sti), r->scounts[d], r->sti));
     }
     take_out_for(w);
     pattern = Pattern::kPeers;
@@ -184,7 +184,7 @@ class ScatterOp final : public InterOp {
   void finish() override {
     if (in_root_group()) return;
     for_ranked(in[root_frag], [&](int r, std::string& b) {
-      if (Part* p = part_of_rank(*this, r)) unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+      if (Part* p = part_of_rank(*this, r)) unpack_n(b, p->rbuf, p->rcount, p->rti);
     });
   }
 };
@@ -235,7 +235,7 @@ class ReduceOp final : public InterOp {
   }
   void finish() override {
     if (kind_ == Kind::kReduce && root_part() == nullptr) return;  // no result here
-    TypedBuffer acc(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti);
     combine_remote(acc.get());
     for (Part& p : parts) {
       if (kind_ == Kind::kAllreduce || (kind_ == Kind::kReduce && p.root == kRoot)) {
@@ -254,18 +254,17 @@ class ReduceOp final : public InterOp {
     if (is_commutative(args.op) || c->grouped) {
       std::vector<const void*> xs;
       for (const Part& p : parts) xs.push_back(p.sbuf);
-      TypedBuffer acc(args.count, args.type);
+      TypedBuffer acc(args.count, args.ti);
       reduce_all(xs, acc.get(), args.count, args);
-      return pack_n(acc.get(), args.count, args.type, args.ti, args.team);
+      return pack_n(acc.get(), args.count, args.ti, args.team);
     }
     BlobWriter w;
-    for (const Part& p : parts)
-      put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.type, args.ti));
+    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.ti));
     return w.take();
   }
   // acc = the other group's combination, in its rank order.
   void combine_remote(void* acc) {
-    TypedBuffer tmp(args.count, args.type);
+    TypedBuffer tmp(args.count, args.ti);
     std::vector<std::string> by_rank;
     if (is_commutative(args.op) || c->remote_grouped) {
       by_rank = std::move(in);  // partials by remote fragment = rank order
@@ -277,9 +276,9 @@ class ReduceOp final : public InterOp {
     }
     in.clear();
     const int n = static_cast<int>(by_rank.size());
-    unpack_n(by_rank[n - 1], acc, args.count, args.type, args.ti, args.team);
+    unpack_n(by_rank[n - 1], acc, args.count, args.ti, args.team);
     for (int i = n - 2; i >= 0; --i) {
-      unpack_n(by_rank[i], tmp.get(), args.count, args.type, args.ti, args.team);
+      unpack_n(by_rank[i], tmp.get(), args.count, args.ti, args.team);
       reduce_into(tmp.get(), acc, args.count, args);
     }
   }

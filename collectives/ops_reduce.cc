@@ -38,14 +38,13 @@ class ReduceOp final : public CollOp {
         out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
         reduce_all(xs, typed(out), args.count, args);
       } else {
-        TypedBuffer acc(args.count, args.type);
+        TypedBuffer acc(args.count, args.ti);
         reduce_all(xs, acc.get(), args.count, args);
-        out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
+        out = pack_n(acc.get(), args.count, args.ti, args.team);
       }
     } else {  // every rank's input
       BlobWriter w;
-      for (const Part& p : parts)
-        put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.ti));
       out = w.take();
     }
   }
@@ -55,12 +54,12 @@ class ReduceOp final : public CollOp {
       finish_in_place();
       return;
     }
-    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti), tmp(args.count, args.ti);
     if (ordered_) {
       const int n = static_cast<int>(in.size());
-      unpack_n(in[n - 1], acc.get(), args.count, args.type, args.ti, args.team);
+      unpack_n(in[n - 1], acc.get(), args.count, args.ti, args.team);
       for (int f = n - 2; f >= 0; --f) {
-        unpack_n(in[f], tmp.get(), args.count, args.type, args.ti, args.team);
+        unpack_n(in[f], tmp.get(), args.count, args.ti, args.team);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
     } else {
@@ -68,9 +67,9 @@ class ReduceOp final : public CollOp {
       for (const std::string& blob : in) {
         for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
       }
-      unpack_n(by_rank[c->size - 1], acc.get(), args.count, args.type, args.ti);
+      unpack_n(by_rank[c->size - 1], acc.get(), args.count, args.ti);
       for (int r = c->size - 2; r >= 0; --r) {
-        unpack_n(by_rank[r], tmp.get(), args.count, args.type, args.ti);
+        unpack_n(by_rank[r], tmp.get(), args.count, args.ti);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
     }
@@ -121,8 +120,7 @@ class ScanOp final : public CollOp {
   void start() override {
     pattern = Pattern::kAllgather;
     BlobWriter w;
-    for (const Part& p : parts)
-      put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+    for (const Part& p : parts) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.ti));
     out = w.take();
   }
   void finish() override {
@@ -130,13 +128,13 @@ class ScanOp final : public CollOp {
     for (const std::string& blob : in) {
       for_ranked(blob, [&](int r, std::string& b) { by_rank[r] = std::move(b); });
     }
-    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti), tmp(args.count, args.ti);
     for (Part& p : parts) {
       const int last = exclusive_ ? p.rank - 1 : p.rank;  // x0 op ... op x(last)
       if (last < 0) continue;  // Exscan at rank 0: the receive buffer is undefined
-      unpack_n(by_rank[last], acc.get(), args.count, args.type, args.ti);
+      unpack_n(by_rank[last], acc.get(), args.count, args.ti);
       for (int q = last - 1; q >= 0; --q) {
-        unpack_n(by_rank[q], tmp.get(), args.count, args.type, args.ti);
+        unpack_n(by_rank[q], tmp.get(), args.count, args.ti);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
       copy_n(acc.get(), p.rbuf, args.count, args);

@@ -298,7 +298,7 @@ void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall
   } else if (kind == RequestKind::kRecv || kind == RequestKind::kDrain) {
     if (drain_buf != nullptr) {
       // Truncated rendezvous: the whole payload arrived in drain_buf; keep the prefix.
-      unpack(drain_buf, drain_bytes, buf, count, type, ti);
+      unpack(drain_buf, drain_bytes, buf, count, ti);
       status.ep_bytes_ = ti.size * count < drain_bytes ? ti.size * count : drain_bytes;
     } else {
       MPI_Count n = 0;
