@@ -66,7 +66,7 @@ int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, co
   if (!ep::runtime::describe(type, ti)) {
     return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
   }
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti->size > 0 && ti->named) {
     return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count is %d", what, count);
   }
   return EP_SUCCESS;

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
@@ -109,7 +110,7 @@ inline int handle(EP_Errhandler eh, EP_Comm comm, int code) {
   if (eh == EP_ERRORS_ARE_FATAL) {
     std::fprintf(stderr, "libep: fatal error: %s\n", ep::runtime::error_string(code).c_str());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
+    EP_MPI(MPI_Abort(MPI_COMM_WORLD, code));
   }
   return call_user_errhandler(eh, comm, code);
 }
@@ -213,19 +214,13 @@ inline int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const c
   return EP_SUCCESS;
 }
 
-inline bool is_builtin(MPI_Datatype type) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
-  return combiner == MPI_COMBINER_NAMED;
-}
-
 inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti,
                         const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
   if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "buffer is EP_IN_PLACE");
   int err = check_type(type, ti, call, "datatype");
   if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti->size > 0 && ti->named) {
     return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
   }
   return EP_SUCCESS;

@@ -126,17 +126,14 @@ struct Envelope {
   // kLocalRndv
   const void* sbuf;
   int scount;
-  MPI_Datatype stype;
-  TypeInfo sti;
+  TypeInfo sti;  // borrowed from the sender's request or blocked call (p2p.cc)
   Request* sreq;
   // kRemoteRndv
   int src_proc;
   int data_tag;
   uint64_t cookie;  // the sender's request, echoed in the CTS (runtime.h, "Rendezvous")
 
-  Envelope()
-      : sbuf(nullptr), scount(0), stype(MPI_BYTE), sreq(nullptr), src_proc(0), data_tag(0),
-        cookie(0) {}
+  Envelope() : sbuf(nullptr), scount(0), sreq(nullptr), src_proc(0), data_tag(0), cookie(0) {}
   // An eager envelope on a message path (a local eager send, a bundle's record): only
   // the fields above the rendezvous ones are set (clearing all of them costs a `rep stos`
   // on every message).
