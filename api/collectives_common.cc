@@ -87,9 +87,9 @@ int check_counts(const int* counts, const int* displs, int n, const char* what, 
 std::vector<int> uniform(int n, int count) {
   return std::vector<int>(static_cast<size_t>(n), count);
 }
-std::vector<int> strided(int n, int count) {
-  std::vector<int> d(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) d[i] = i * count;
+std::vector<int64_t> strided(int n, int count) {
+  std::vector<int64_t> d(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) d[i] = int64_t{i} * count;
   return d;
 }
 

@@ -12,11 +12,12 @@
 //
 // Handle validation: every handle object begins with a word that names its kind (a
 // Request with its class's vtable pointer, the others with a magic number).  The as_*
-// functions below accept a handle only if its address is plausible and that word is
-// its kind's, so a null handle, a predefined constant (EP_ERRORS_RETURN,
-// EP_MESSAGE_NO_PROC: small integers, never dereferenced) or a live handle of another
-// kind is refused with the error of the expected kind.  A handle whose object was freed
-// is the user's error (MPI's too): the API sets freed handles to their null value.
+// functions below accept a handle only if its address is plausible (not a small
+// constant, aligned for its kind's object) and that word is its kind's, so a null
+// handle, a predefined constant (EP_ERRORS_RETURN, EP_MESSAGE_NO_PROC: small integers,
+// never dereferenced), a misaligned pointer or a live handle of another kind is refused
+// with the error of the expected kind.  A handle whose object was freed is the user's
+// error (MPI's too): the API sets freed handles to their null value.
 //
 // The concurrent-entry guard: one thread at a time may be inside a call on an endpoint
 // (runtime/comm.h).  Entry (taken by EP_GET_COMM) claims Endpoint::busy for the call; a
@@ -134,9 +135,15 @@ inline void set_request_errhandler(Request* r, Endpoint* ep) {
     }                                                                                       \
   } while (0)
 
-// Handle validation (see the top of this file): below this address, a handle is null
-// or a predefined constant, never an object.
-inline bool plausible_handle(const void* h) { return reinterpret_cast<uintptr_t>(h) >= 4096; }
+// Handle validation (see the top of this file): `h`, a handle taken as a pointer to the
+// object it should name, may name one - its address is not below 4096 (null or a
+// predefined constant, never an object) and is aligned for T (no object of T lies
+// elsewhere, and reading its kind word there would be undefined behaviour).
+template <class T>
+inline bool plausible_handle(const T* h) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(h);
+  return a >= 4096 && a % alignof(T) == 0;
+}
 
 inline Endpoint* as_endpoint(EP_Comm c) {
   auto* ep = reinterpret_cast<Endpoint*>(c);
@@ -165,7 +172,7 @@ inline int group_error(EP_Group g, const char* call, const char* arg) {
 // A request handle: the shared complete request's vtable pointer identifies the class
 // (Request is final: every Request has it).
 inline Request* as_request(EP_Request h) {
-  if (!plausible_handle(h)) return nullptr;
+  if (!plausible_handle(reinterpret_cast<const Request*>(h))) return nullptr;
   static const void* const vptr =
       *reinterpret_cast<const void* const*>(ep::runtime::completed_send_request());
   return *reinterpret_cast<const void* const*>(h) == vptr ? reinterpret_cast<Request*>(h) : nullptr;

@@ -68,6 +68,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -103,7 +104,10 @@ struct Part {
   int scount = 0, rcount = 0;
   MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
   TypeInfo sti, rti;
-  std::vector<int> scounts, sdispls, rcounts, rdispls;  // v-variants (by peer rank)
+  // v-variants (by peer rank).  Displacements are 64-bit: a uniform form's are
+  // rank * count, which need not fit in an int.
+  std::vector<int> scounts, rcounts;
+  std::vector<int64_t> sdispls, rdispls;
   // Alltoallw only (by peer rank): each peer's datatype and its description; the
   // displacements above are then in bytes, as MPI 3.1 section 5.8 says.
   std::vector<MPI_Datatype> stypes, rtypes;

@@ -19,7 +19,7 @@ using runtime::BlobWriter;
 std::string pack_peer_block(const Part& p, bool receive_side, bool w, int d) {
   const void* base = receive_side ? p.rbuf : p.sbuf;
   const std::vector<int>& cnt = receive_side ? p.rcounts : p.scounts;
-  const std::vector<int>& dsp = receive_side ? p.rdispls : p.sdispls;
+  const std::vector<int64_t>& dsp = receive_side ? p.rdispls : p.sdispls;
   if (w) {
     const std::vector<TypeInfo>& tis = receive_side ? p.rtis : p.stis;
     return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], tis[d]);
