@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "collectives/coll.h"
 #include "collectives/internal.h"
@@ -71,11 +72,11 @@ void combine_values(const void* const* items, int k, void* out, const OpArgs& a)
   }
   if (!runtime::reduce_builtin3(items[k - 2], items[k - 1], out, a.count, a.type, a.op)) {
     runtime::copy_bytes(out, items[k - 1], bytes);
-    MPI_Reduce_local(items[k - 2], out, a.count, a.type, a.op);
+    EP_MPI(MPI_Reduce_local(items[k - 2], out, a.count, a.type, a.op));
   }
   for (int j = k - 3; j >= 0; --j) {
     if (!runtime::reduce_builtin(items[j], out, a.count, a.type, a.op)) {
-      MPI_Reduce_local(items[j], out, a.count, a.type, a.op);
+      EP_MPI(MPI_Reduce_local(items[j], out, a.count, a.type, a.op));
     }
   }
 }
@@ -157,7 +158,7 @@ class FastScratch {
     if (dense(a_.ti) && bytes_of(a_) <= kFastBytes) {
       ptr_ = stack_;
     } else {
-      heap_ = std::make_unique<TypedBuffer>(a_.count, a_.type);
+      heap_ = std::make_unique<TypedBuffer>(a_.count, a_.ti);
       ptr_ = heap_->get();
     }
     return ptr_;
@@ -172,7 +173,7 @@ class FastScratch {
 
 // Zeros of the op's count and type at `buf` (what a fragment of holes adds).
 void fill_zeros(void* buf, const OpArgs& a) {
-  unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.type, a.ti);
+  unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.ti);
 }
 
 // The exchange among fragments: this fragment's partial `in` (which may be `acc`), the
@@ -185,7 +186,7 @@ int exchange_partial(CommShared* c, FastState* fs, const void* in, void* acc, co
     // ring reads `in` block by block as it goes (no copy of it beforehand).
     OpArgs la = a;
     if ((la.team = runtime::current_team()) != nullptr) la.team->ref();
-    TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
+    TypedBuffer block((a.count + nfrag - 1) / nfrag, a.ti);
     const int err = runtime::from_mpi(
         ring_exchange(fs->pcomm, c->my_frag, nfrag, {in}, acc, {}, block.get(), la));
     if (la.team != nullptr) la.team->unref();
@@ -199,10 +200,10 @@ int exchange_partial(CommShared* c, FastState* fs, const void* in, void* acc, co
   // The fallback: every fragment's partial through frag_allgather on kFastTag, combined
   // in fragment order.
   std::vector<std::string> blobs =
-      runtime::frag_allgather(c, kFastTag, pack_n(acc, a.count, a.type, a.ti));
-  unpack_n(blobs[nfrag - 1], acc, a.count, a.type, a.ti);
+      runtime::frag_allgather(c, kFastTag, pack_n(acc, a.count, a.ti));
+  unpack_n(blobs[nfrag - 1], acc, a.count, a.ti);
   for (int f = nfrag - 2; f >= 0; --f) {
-    unpack_n(blobs[f], tmp.get(), a.count, a.type, a.ti);
+    unpack_n(blobs[f], tmp.get(), a.count, a.ti);
     reduce_into(tmp.get(), acc, a.count, a);
   }
   return EP_SUCCESS;
@@ -257,7 +258,7 @@ void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpAr
     if (!p.hole && input_of(p) != p.rbuf) fs->acc = p.rbuf;
   }
   if (fs->acc == nullptr) {
-    fs->scratch = std::make_unique<TypedBuffer>(a.count, a.type);
+    fs->scratch = std::make_unique<TypedBuffer>(a.count, a.ti);
     fs->acc = fs->scratch->get();
     if (fs->shares == 0) fill_zeros(fs->acc, a);
   }
@@ -339,7 +340,7 @@ uint32_t contribute(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, 
   if (kind == Kind::kBcast && ep->rank == a.root && nfrag == 1) {
     const int64_t bytes = bcast_bytes(part);
     if (bytes == 0 || bytes > kTreeInline) return 0;
-    runtime::pack(part.rbuf, part.rcount, part.rtype, part.rti, s->in);
+    runtime::pack(part.rbuf, part.rcount, part.rti, s->in);
     return kTreeData;
   }
   return 0;
@@ -360,7 +361,7 @@ void take_result(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, Fas
       return;
     case Kind::kBcast:
       if (ep->rank != a.root) {
-        runtime::unpack(rel.data, rel.bytes, part.rbuf, part.rcount, part.rtype, part.rti);
+        runtime::unpack(rel.data, rel.bytes, part.rbuf, part.rcount, part.rti);
       }
       return;
     default:
@@ -396,7 +397,7 @@ void combine_share(FastState* fs, int share, void* target, const OpArgs& la) {
     reduce_all(xs, out, len, la);
     return;
   }
-  TypedBuffer tmp(len, la.type);
+  TypedBuffer tmp(len, la.ti);
   reduce_all(xs, tmp.get(), len, la);
   copy_n(tmp.get(), out, len, la);
 }
@@ -410,8 +411,8 @@ int run_shares(Endpoint* ep, const Part& part, FastState* fs) {
   if (plan == kShareBcast) {
     const Part& root = *fs->members[fs->root_local].part;
     if (!part.hole && me != fs->root_local) {
-      runtime::copy(root.rbuf, root.rcount, root.rtype, root.rti, part.rbuf, part.rcount,
-                    part.rtype, part.rti, std::min(bcast_bytes(root), bcast_bytes(part)));
+      runtime::copy(root.rbuf, root.rcount, root.rti, part.rbuf, part.rcount, part.rti,
+                    std::min(bcast_bytes(root), bcast_bytes(part)));
     }
     tree_sync(t, me, [] {});  // the root's buffer stays until every copy is done
     return EP_SUCCESS;

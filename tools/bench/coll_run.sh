@@ -4,7 +4,7 @@
 # Usage: tools/bench/coll_run.sh [--reps N] [--nb-only | --tree]
 #   mpiexec -n 2 coll_bench ep    libep (2 processes x 2 endpoints) and MPI on 2 processes
 #   mpiexec -n 4 coll_bench mpi4  MPI on 4 processes ("MPI everywhere")
-# --nb-only: only the nonblocking rows (6-9, issue 32) and their baselines.
+# --nb-only: only the nonblocking rows (6-9) and their baselines.
 # --tree: instead, the blocking collectives of one fragment (collectives/fast.h) over
 #   1 process x 2 endpoints, 2 x 1 and 2 x 2 (mpiexec -n P coll_bench tree T), and plain
 #   MPI on the 2 processes.
