@@ -65,6 +65,14 @@
 // runtime::wait_mpi, never in a blocking MPI call (which holds MPICH's global lock
 // against the progress thread); only the one-off MPI_Comm_create_group blocks.
 //
+// Ownership: a fragment's FastState belongs to its collective state (engine.cc,
+// FragState), made on the fragment's first collective and freed when the fragment
+// retires (which frees pcomm).  A Member entry is its endpoint's (written before it
+// arrives) but for sub_args and sub_knows (its node's completer's) and share (round
+// 1's completer's); the plan fields, `acc` and `scratch` are round completers'; buffers
+// named by a Part stay the caller's, which returns only after the last round of its
+// operation.
+//
 // Threading: one thread per endpoint (any thread).  A fragment's blocking operations
 // never overlap: an endpoint's next arrival follows its return from the previous one,
 // and a round completes only when every endpoint arrived; so the plan, `acc` and the

@@ -27,6 +27,14 @@
 // What would change for a group spanning processes: runtime::Event sleeps on a
 // process-private futex.
 //
+// Ownership: tree.h owns nothing; the caller owns the slots, the release and the table
+// (fast.h: FastState, one per fragment) and keeps them for as long as rounds run.  In a
+// round, a slot's `own` and `in` are its member's until it arrives, then read-only to
+// the node's completer; `sub` and `acc` are written by the node's completer only, and
+// read by the parent's; the release's fields (err, plan, bytes, data) are written by
+// the round's completer only, before tree_release, and read by the members after
+// tree_wait until they arrive again.
+//
 // Cost: a round takes one RMW per node with children on the way from the last arrival
 // to the root (at most ceil(log2 n) + 1); a node's counter is written by its member and
 // its children's completers (the root's by 1 + ceil(log2 n) threads).  The release is
