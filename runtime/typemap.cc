@@ -57,6 +57,18 @@ NodePtr make_runs(std::vector<Run> runs) {
   n->lo = b.lo;
   n->hi = b.hi;
   n->nruns = static_cast<int64_t>(n->runs.size());
+  // Runs of one length at one stride (a vector's blocks): the strided loop's fast copy.
+  const std::vector<Run>& rs = n->runs;
+  bool uniform = rs.size() >= 2;
+  for (size_t i = 1; i < rs.size() && uniform; ++i) {
+    uniform = rs[i].len == rs[0].len && rs[i].off - rs[i - 1].off == rs[1].off - rs[0].off;
+  }
+  if (uniform) {
+    n->run_len = rs[0].len;
+    n->count = n->nruns;
+    n->stride = rs[1].off - rs[0].off;
+    n->offset = rs[0].off;
+  }
   return n;
 }
 
@@ -68,6 +80,7 @@ NodePtr shift(const NodePtr& node, int64_t by) {
   switch (n->kind) {
     case TypeNode::kRuns:
       for (Run& r : n->runs) r.off += by;
+      if (n->run_len != 0) n->offset += by;
       break;
     case TypeNode::kLoop:
       n->offset += by;
@@ -168,13 +181,15 @@ template <bool kPack>
 // turns into one load and one store.
 template <bool kPack, size_t L>
 void strided_fixed(char* at, int64_t stride, int64_t count, char*& s) {
-  for (int64_t i = 0; i < count; ++i, at += stride, s += L) {
+  char* p = s;  // (a local: stores through `s` could alias the copies and block registers)
+  for (int64_t i = 0; i < count; ++i, at += stride, p += L) {
     if constexpr (kPack) {
-      std::memcpy(s, at, L);
+      std::memcpy(p, at, L);
     } else {
-      std::memcpy(at, s, L);
+      std::memcpy(at, p, L);
     }
   }
+  s = p;
 }
 
 template <bool kPack>
@@ -202,6 +217,10 @@ template <bool kPack>
 void walk(const TypeNode& n, char* base, char*& s) {
   switch (n.kind) {
     case TypeNode::kRuns:
+      if (n.run_len != 0) {
+        strided<kPack>(base + n.offset, n.stride, n.run_len, n.count, s);
+        return;
+      }
       for (const Run& r : n.runs) {
         move<kPack>(base + r.off, s, static_cast<size_t>(r.len));
         s += r.len;

@@ -51,7 +51,9 @@ struct TypeNode {
   int64_t lo = 0, hi = 0;         // lowest byte, one past the highest (0, 0 when size is 0)
   int64_t nruns = 0;              // runs a full flattening would have (at most kMaxRunCount)
   std::vector<Run> runs;          // kRuns
-  int64_t count = 0;              // kLoop: copies of children[0] ...
+  int64_t run_len = 0;            // kRuns of 2+ runs of this one length, `stride` apart from
+                                  // `offset` (`count` of them): packed by a strided loop; else 0
+  int64_t count = 0;              // kLoop: copies of children[0] (kRuns: see run_len) ...
   int64_t stride = 0;             // ... `stride` bytes apart ...
   int64_t offset = 0;             // ... the first at `offset`
   std::vector<int64_t> disps;     // kList: children[i] at disps[i]
