@@ -47,7 +47,8 @@ int pair_op(MPI_Group a, MPI_Group b, MPI_Group* out, const char* call,
   if (!lookup(a, &ea, call, &err) || !lookup(b, &eb, call, &err)) return err;
   if (out == nullptr) return raise_plain(MPI_COMM_WORLD, MPI_ERR_ARG, call, "newgroup is NULL");
   EP_Group n = EP_GROUP_NULL;
-  return result(op(ea, eb, &n), n, out, call);
+  const int rc = op(ea, eb, &n);
+  return result(rc, n, out, call);
 }
 
 }  // namespace
@@ -149,7 +150,8 @@ int MPI_Group_incl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
   if (newgroup == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_incl", "newgroup is NULL");
   }
-  return result(EP_Group_incl(g, n, ranks, &out), out, newgroup, "MPI_Group_incl");
+  const int rc = EP_Group_incl(g, n, ranks, &out);
+  return result(rc, out, newgroup, "MPI_Group_incl");
 }
 
 int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgroup) {
@@ -160,7 +162,8 @@ int MPI_Group_excl(MPI_Group group, int n, const int ranks[], MPI_Group* newgrou
   if (newgroup == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_excl", "newgroup is NULL");
   }
-  return result(EP_Group_excl(g, n, ranks, &out), out, newgroup, "MPI_Group_excl");
+  const int rc = EP_Group_excl(g, n, ranks, &out);
+  return result(rc, out, newgroup, "MPI_Group_excl");
 }
 
 int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
@@ -171,7 +174,8 @@ int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
   if (newgroup == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_range_incl", "newgroup is NULL");
   }
-  return result(EP_Group_range_incl(g, n, ranges, &out), out, newgroup, "MPI_Group_range_incl");
+  const int rc = EP_Group_range_incl(g, n, ranges, &out);
+  return result(rc, out, newgroup, "MPI_Group_range_incl");
 }
 
 int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* newgroup) {
@@ -182,7 +186,8 @@ int MPI_Group_range_excl(MPI_Group group, int n, int ranges[][3], MPI_Group* new
   if (newgroup == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_ARG, "MPI_Group_range_excl", "newgroup is NULL");
   }
-  return result(EP_Group_range_excl(g, n, ranges, &out), out, newgroup, "MPI_Group_range_excl");
+  const int rc = EP_Group_range_excl(g, n, ranges, &out);
+  return result(rc, out, newgroup, "MPI_Group_range_excl");
 }
 
 }  // extern "C"
