@@ -100,7 +100,7 @@ int set_attr(MPI_Comm comm, int keyval, void* value, const char* call) {
   if (c == nullptr) return err;
   const Keyval* k = find_keyval(keyval, false);
   if (predefined_comm_keyval(keyval) || k == nullptr) {
-    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a communicator keyval %s",
+    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval %#x is not a communicator keyval %s",
                        static_cast<unsigned>(keyval),
                        predefined_comm_keyval(keyval) ? "the application may set" : "");
   }
@@ -141,7 +141,7 @@ int get_attr(MPI_Comm comm, int keyval, void* value, int* flag, const char* call
     return PMPI_Comm_get_attr(MPI_COMM_WORLD, keyval, value, flag);
   }
   if (find_keyval(keyval, false) == nullptr) {
-    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a communicator keyval",
+    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval %#x is not a communicator keyval",
                        static_cast<unsigned>(keyval));
   }
   *flag = 0;
@@ -161,7 +161,7 @@ int delete_attr(MPI_Comm comm, int keyval, const char* call) {
   if (c == nullptr) return err;
   const Keyval* k = find_keyval(keyval, false);
   if (k == nullptr) {
-    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a communicator keyval",
+    return raise_class(c, MPI_ERR_KEYVAL, call, "keyval %#x is not a communicator keyval",
                        static_cast<unsigned>(keyval));
   }
   for (size_t i = 0; i < c->attrs.size(); ++i) {
@@ -181,7 +181,7 @@ int free_handle(MPI_Comm* comm, const char* call) {
   Comm* c = static_cast<Comm*>(table(Kind::kComm).get(*comm));
   if (c == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_COMM, call,
-                       "communicator 0x%x names no libep communicator (freed?)",
+                       "communicator %#x names no libep communicator (freed?)",
                        static_cast<unsigned>(*comm));
   }
   if (c->tc != nullptr) {

@@ -323,7 +323,7 @@ int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler) {
   const Errh* e = ep::mpi::find_errh(errhandler);
   if (e == nullptr || e->type == Errh::kWinFn) {
     return ep::mpi::raise_class(c, MPI_ERR_ARG, "MPI_Comm_set_errhandler",
-                                "errhandler 0x%x is not a communicator error handler",
+                                "errhandler %#x is not a communicator error handler",
                                 static_cast<unsigned>(errhandler));
   }
   e->on_ep.store(true, std::memory_order_relaxed);  // relaxed: see MPI_Errhandler_free
@@ -371,7 +371,7 @@ int MPI_Win_set_errhandler(MPI_Win win, MPI_Errhandler errhandler) {
   const Errh* e = ep::mpi::find_errh(errhandler);
   if (e == nullptr || e->type == Errh::kCommFn) {
     return ep::mpi::raise_win_class(w, MPI_ERR_ARG, "MPI_Win_set_errhandler",
-                                    "errhandler 0x%x is not a window error handler",
+                                    "errhandler %#x is not a window error handler",
                                     static_cast<unsigned>(errhandler));
   }
   e->on_ep.store(true, std::memory_order_relaxed);  // relaxed: see MPI_Errhandler_free

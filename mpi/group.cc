@@ -25,8 +25,8 @@ bool lookup(MPI_Group g, EP_Group* out, const char* call, int* err) {
   if (is_group(g)) *out = group_of(g);
   if (!is_group(g) || *out == EP_GROUP_NULL) {
     *err = raise_plain(MPI_COMM_WORLD, MPI_ERR_GROUP, call,
-                       is_group(g) ? "group 0x%x names no libep group (freed?)"
-                                   : "group 0x%x is a group of MPI processes, not of endpoints",
+                       is_group(g) ? "group %#x names no libep group (freed?)"
+                                   : "group %#x is a group of MPI processes, not of endpoints",
                        static_cast<unsigned>(g));
     return false;
   }

@@ -1,62 +1,48 @@
-// handles.cc - the handle tables (handles.h).
+// handles.cc - the handle tables' slow paths (handles.h).
 #include "mpi/handles.h"
 
 #include <new>
 
 namespace ep::mpi {
 
-namespace {
-
-constexpr uint32_t kCacheMax = 64;    // indexes a thread keeps per kind
-constexpr uint32_t kCacheBatch = 32;  // moved to or from the global stack at once
-
 Table g_tables[kKinds] = {Table(Kind::kComm), Table(Kind::kRequest), Table(Kind::kGroup),
                           Table(Kind::kWin), Table(Kind::kMessage)};
 
-}  // namespace
-
-// A thread's free indexes of every kind.  Reached through an initial-exec pointer (the
-// object itself is too large for the static TLS reserve of a dlopen'ed library); the
-// holder's destructor gives the indexes back when the thread exits.
-struct Table::Cache {
-  uint32_t n[kKinds] = {};
-  uint32_t idx[kKinds][kCacheMax];
-};
+// The initial-exec variables have external linkage, as libep's own: initial-exec
+// relocations against local TLS symbols of libep_mpi.so were resolved to wrong offsets
+// (Debian 12: glibc 2.36, binutils 2.40), so that two variables overlapped.
+__thread IndexCache* t_index_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+// Set when the thread's cache is gone (the thread exits): its indexes go straight to the
+// global stack from then on.
+__thread bool t_index_cache_gone __attribute__((tls_model("initial-exec"))) = false;
 
 namespace {
 
-__attribute__((tls_model("initial-exec"))) thread_local Table::Cache* t_cache = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local bool t_cache_gone = false;
-
+// Gives the thread's cached indexes back when it exits.
 struct CacheHolder {
-  Table::Cache* cache = nullptr;
+  IndexCache* cache = nullptr;
   ~CacheHolder() {
     if (cache == nullptr) return;
-    t_cache = nullptr;
-    t_cache_gone = true;  // indexes released from now on go straight to the stack
+    t_index_cache = nullptr;
+    t_index_cache_gone = true;
     for (int k = 0; k < kKinds; ++k) {
-      for (uint32_t j = 0; j < cache->n[k]; ++j) {
-        g_tables[k].release_index(cache->idx[k][j]);
-      }
+      for (uint32_t j = 0; j < cache->n[k]; ++j) g_tables[k].release_index(cache->idx[k][j]);
     }
     delete cache;
   }
 };
 thread_local CacheHolder t_holder;
 
-}  // namespace
-
-Table& table(Kind k) { return g_tables[static_cast<int>(k)]; }
-
-Table::Cache& Table::cache() {
-  Cache* c = t_cache;
-  if (c == nullptr) {
-    c = new Cache;
-    t_holder.cache = c;
-    t_cache = c;
+// The calling thread's cache, made at its first use; null past the thread's exit.
+IndexCache* own_cache() {
+  if (t_index_cache == nullptr && !t_index_cache_gone) {
+    t_index_cache = new IndexCache;
+    t_holder.cache = t_index_cache;
   }
-  return *c;
+  return t_index_cache;
 }
+
+}  // namespace
 
 bool Table::install_chunk(uint32_t chunk) {
   if (chunk >= kMaxChunks) return false;
@@ -103,74 +89,53 @@ uint32_t Table::pop() {
   }
 }
 
-uint32_t Table::acquire_index() {
+uint32_t Table::acquire_slow() {
   const int k = static_cast<int>(kind_);
-  if (t_cache_gone) {  // a thread past its exit: no cache any more
+  IndexCache* c = own_cache();
+  if (c == nullptr) {  // a thread past its exit: no cache any more
     const uint32_t i = pop();
     if (i != 0) return i;
     const uint32_t f = fresh_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a counter
     return f <= kMaxIndex && install_chunk(f >> kChunkBits) ? f : 0;
   }
-  Cache& c = cache();
-  if (c.n[k] == 0) {
+  if (c->n[k] == 0) {
     // Refill: from the stack first, then fresh indexes, a batch at a time.
-    while (c.n[k] < kCacheBatch) {
+    while (c->n[k] < kCacheBatch) {
       const uint32_t i = pop();
       if (i == 0) break;
-      c.idx[k][c.n[k]++] = i;
+      c->idx[k][c->n[k]++] = i;
     }
-    if (c.n[k] == 0) {
+    if (c->n[k] == 0) {
       // relaxed: a counter; the slots are published by install_chunk.
       const uint32_t f = fresh_.fetch_add(kCacheBatch, std::memory_order_relaxed);
       for (uint32_t i = f + kCacheBatch; i-- > f;) {
         if (i > kMaxIndex || !install_chunk(i >> kChunkBits)) continue;
-        c.idx[k][c.n[k]++] = i;
+        c->idx[k][c->n[k]++] = i;
       }
-      if (c.n[k] == 0) return 0;  // the table is full
+      if (c->n[k] == 0) return 0;  // the table is full
     }
   }
-  return c.idx[k][--c.n[k]];
+  return c->idx[k][--c->n[k]];
 }
 
-void Table::release_index(uint32_t i) {
+void Table::release_slow(uint32_t i) {
   const int k = static_cast<int>(kind_);
-  if (t_cache_gone) {
+  IndexCache* c = own_cache();
+  if (c == nullptr) {
     push(i, i);
     return;
   }
-  Cache& c = cache();
-  if (c.n[k] == kCacheMax) {
+  if (c->n[k] == kCacheMax) {
     // Give the older half back as one chain: the bottom kCacheBatch entries.
     for (uint32_t j = 0; j + 1 < kCacheBatch; ++j) {
       // relaxed: published by the release CAS in push().
-      slot(c.idx[k][j])->next.store(c.idx[k][j + 1], std::memory_order_relaxed);
+      slot(c->idx[k][j])->next.store(c->idx[k][j + 1], std::memory_order_relaxed);
     }
-    push(c.idx[k][0], c.idx[k][kCacheBatch - 1]);
-    for (uint32_t j = kCacheBatch; j < kCacheMax; ++j) c.idx[k][j - kCacheBatch] = c.idx[k][j];
-    c.n[k] -= kCacheBatch;
+    push(c->idx[k][0], c->idx[k][kCacheBatch - 1]);
+    for (uint32_t j = kCacheBatch; j < kCacheMax; ++j) c->idx[k][j - kCacheBatch] = c->idx[k][j];
+    c->n[k] -= kCacheBatch;
   }
-  c.idx[k][c.n[k]++] = i;
-}
-
-int Table::make(void* obj, int owner, void* aux) {
-  const uint32_t i = acquire_index();
-  if (i == 0) return 0;
-  Slot* s = slot(i);
-  // relaxed: published by the release store of obj.
-  s->owner.store(owner, std::memory_order_relaxed);
-  s->aux.store(aux, std::memory_order_relaxed);
-  s->obj.store(obj, std::memory_order_release);  // release: pairs with the acquire in get()
-  return encode(kind_, i);
-}
-
-void Table::release(int h) {
-  const uint32_t i = index_of(h);
-  Slot* s = slot(i);
-  // relaxed: the index is reused only after release_index, whose stack CAS (or this
-  // thread's own cache) orders these stores before the next owner's writes.
-  s->aux.store(nullptr, std::memory_order_relaxed);
-  s->obj.store(nullptr, std::memory_order_relaxed);
-  release_index(i);
+  c->idx[k][c->n[k]++] = i;
 }
 
 }  // namespace ep::mpi

@@ -75,6 +75,18 @@ struct Slot {
   std::atomic<uint32_t> next{0};    // the free stack's link while the index is free
 };
 
+constexpr uint32_t kCacheMax = 256;   // free indexes a thread keeps per kind
+constexpr uint32_t kCacheBatch = 64;  // moved to or from the global stack at once
+
+// A thread's free indexes of every kind.  Created at the thread's first use (handles.cc)
+// and reached through an initial-exec TLS pointer (the object itself is too large for the
+// static TLS reserve of a dlopen'ed library); null again once the thread exits.
+struct IndexCache {
+  uint32_t n[kKinds] = {};
+  uint32_t idx[kKinds][kCacheMax];
+};
+extern __thread IndexCache* t_index_cache __attribute__((tls_model("initial-exec")));
+
 class Table {
  public:
   static constexpr uint32_t kChunkBits = 12;
@@ -97,21 +109,50 @@ class Table {
   }
   // Makes a handle for obj (owner and aux as in Slot); 0 when the table is full.  Never
   // blocks; allocates only when a new chunk of slots is needed.
-  int make(void* obj, int owner, void* aux = nullptr);
+  int make(void* obj, int owner, void* aux = nullptr) {
+    const uint32_t i = acquire_index();
+    if (i == 0) return 0;
+    Slot* s = slot(i);
+    // relaxed: published by the release store of obj.
+    s->owner.store(owner, std::memory_order_relaxed);
+    s->aux.store(aux, std::memory_order_relaxed);
+    s->obj.store(obj, std::memory_order_release);  // release: pairs with the acquire in get()
+    return encode(kind_, i);
+  }
   // Frees handle h's index (its slot must hold an object).  Never blocks.
-  void release(int h);
+  void release(int h) { release_slot(slot(index_of(h)), index_of(h)); }
+  void release_slot(Slot* s, uint32_t i) {
+    // relaxed: the index is reused only after release_index, whose stack CAS (or this
+    // thread's own cache) orders these stores before the next owner's writes.
+    s->aux.store(nullptr, std::memory_order_relaxed);
+    s->obj.store(nullptr, std::memory_order_relaxed);
+    release_index(i);
+  }
 
-  // Index bookkeeping, public for the stress test.
-  uint32_t acquire_index();
-  void release_index(uint32_t i);
-
-  struct Cache;  // a thread's free indexes (handles.cc)
+  // Index bookkeeping (public for the stress test): the thread's cache, else the slow
+  // paths (global stack, fresh indexes).
+  uint32_t acquire_index() {
+    IndexCache* c = t_index_cache;
+    const int k = static_cast<int>(kind_);
+    if (c != nullptr && c->n[k] != 0) return c->idx[k][--c->n[k]];
+    return acquire_slow();
+  }
+  void release_index(uint32_t i) {
+    IndexCache* c = t_index_cache;
+    const int k = static_cast<int>(kind_);
+    if (c != nullptr && c->n[k] < kCacheMax) {
+      c->idx[k][c->n[k]++] = i;
+      return;
+    }
+    release_slow(i);
+  }
 
  private:
+  uint32_t acquire_slow();
+  void release_slow(uint32_t i);
   bool install_chunk(uint32_t chunk);
   void push(uint32_t first, uint32_t last);  // a chain first..last linked through next
   uint32_t pop();
-  Cache& cache();
 
   Kind kind_;
   std::atomic<Slot*> chunks_[kMaxChunks] = {};
@@ -120,7 +161,8 @@ class Table {
 };
 
 // The table of each kind (static storage, trivially destructible: valid until exit).
-Table& table(Kind k);
+extern Table g_tables[kKinds];
+inline Table& table(Kind k) { return g_tables[static_cast<int>(k)]; }
 
 }  // namespace ep::mpi
 

@@ -216,10 +216,30 @@ int make_win(EP_Win ep, Comm* parent, MPI_Win* out, const char* call);
 struct Keep {
   std::vector<std::vector<int>> arrays;
 };
+int request_table_full(EP_Request r, int owner, const char* call, Keep* keep);
 // A new request handle for r; keep (owned from now on) is freed with the request.
-int make_request(EP_Request r, int owner, MPI_Request* out, const char* call, Keep* keep = nullptr);
-// Frees a request handle (and what it keeps); its slot must hold a request.
-void release_request(int h);
+inline int make_request(EP_Request r, int owner, MPI_Request* out, const char* call,
+                        Keep* keep = nullptr) {
+  const int h = table(Kind::kRequest).make(r, owner, keep);
+  if (h == 0) return request_table_full(r, owner, call, keep);
+  *out = h;
+  return MPI_SUCCESS;
+}
+void delete_keep(void* keep);
+// The slot of a libep request handle whose request is live, else null: one lookup serves
+// the request (obj), its owner and its release.
+inline Slot* request_slot(int h) {
+  Slot* s = table(Kind::kRequest).slot(index_of(h));
+  // acquire: pairs with the release store in Table::make.
+  return s != nullptr && s->obj.load(std::memory_order_acquire) != nullptr ? s : nullptr;
+}
+// Frees a request handle (and what it keeps) through its slot.
+inline void release_request(Slot* s, int h) {
+  // relaxed: written before the handle was published (make), read by its user.
+  if (void* keep = s->aux.load(std::memory_order_relaxed)) delete_keep(keep);
+  table(Kind::kRequest).release_slot(s, index_of(h));
+}
+inline void release_request(int h) { release_request(table(Kind::kRequest).slot(index_of(h)), h); }
 // The communicator or window a request handle came from (0 for none).
 inline int request_owner(int h) {
   Slot* s = table(Kind::kRequest).slot(index_of(h));

@@ -11,19 +11,21 @@
 
 namespace ep::mpi {
 
-namespace {
-
 // A thread's threadcomm bindings: the first few in initial-exec TLS (read on every call
-// on a threadcomm), more in a vector.
+// on a threadcomm), more in a vector.  The initial-exec variables have external linkage,
+// as libep's own: initial-exec relocations against local TLS symbols of libep_mpi.so were
+// resolved to wrong offsets (Debian 12: glibc 2.36, binutils 2.40), so that two variables
+// overlapped.
 struct Binding {
   const Comm* shared;
   Comm* mine;
 };
 constexpr int kInlineBindings = 4;
-__attribute__((tls_model("initial-exec"))) thread_local Binding t_bind[kInlineBindings];
-__attribute__((tls_model("initial-exec"))) thread_local int t_nbind = 0;
-thread_local std::vector<Binding> t_more;
+__thread Binding t_bind[kInlineBindings] __attribute__((tls_model("initial-exec")));
+__thread int t_nbind __attribute__((tls_model("initial-exec"))) = 0;
 
+namespace {
+thread_local std::vector<Binding> t_more;
 }  // namespace
 
 Comm* bound_endpoint(const Comm* shared) {
@@ -72,14 +74,14 @@ void unbind_endpoint(const Comm* shared) {
 Comm* endpoint_slow(Comm* c, int h, const char* call, int* err) {
   if (c == nullptr) {
     *err = raise_plain(MPI_COMM_WORLD, MPI_ERR_COMM, call,
-                       "communicator 0x%x names no libep communicator (freed?)",
+                       "communicator %#x names no libep communicator (freed?)",
                        static_cast<unsigned>(h));
     return nullptr;
   }
   Comm* mine = bound_endpoint(c);
   if (mine != nullptr) return mine;
   *err = raise_class(c, MPI_ERR_COMM, call,
-                     "threadcomm 0x%x is used outside this thread's "
+                     "threadcomm %#x is used outside this thread's "
                      "MPIX_Threadcomm_start/MPIX_Threadcomm_finish",
                      static_cast<unsigned>(h));
   return nullptr;
@@ -89,7 +91,7 @@ Comm* comm_record(int h, const char* call, int* err) {
   Comm* c = static_cast<Comm*>(table(Kind::kComm).get(h));
   if (c == nullptr) {
     *err = raise_plain(MPI_COMM_WORLD, MPI_ERR_COMM, call,
-                       "communicator 0x%x names no libep communicator (freed?)",
+                       "communicator %#x names no libep communicator (freed?)",
                        static_cast<unsigned>(h));
     return nullptr;
   }
@@ -102,7 +104,7 @@ Win* window(int h, const char* call, int* err) {
   Win* w = static_cast<Win*>(table(Kind::kWin).get(h));
   if (w == nullptr) {
     *err = raise_plain(MPI_COMM_WORLD, MPI_ERR_WIN, call,
-                       "window 0x%x names no libep window (freed?)", static_cast<unsigned>(h));
+                       "window %#x names no libep window (freed?)", static_cast<unsigned>(h));
   }
   return w;
 }
@@ -128,7 +130,7 @@ bool ep_group(const Comm* c, MPI_Group g, EP_Group* out, const char* call, int* 
   const char* why = "";
   *out = translate_group(g, &why);
   if (*out != EP_GROUP_NULL) return true;
-  *err = raise_class(c, MPI_ERR_GROUP, call, "group 0x%x %s", static_cast<unsigned>(g), why);
+  *err = raise_class(c, MPI_ERR_GROUP, call, "group %#x %s", static_cast<unsigned>(g), why);
   return false;
 }
 
@@ -136,7 +138,7 @@ bool ep_group_win(const Win* w, MPI_Group g, EP_Group* out, const char* call, in
   const char* why = "";
   *out = translate_group(g, &why);
   if (*out != EP_GROUP_NULL) return true;
-  *err = raise_win_class(w, MPI_ERR_GROUP, call, "group 0x%x %s", static_cast<unsigned>(g), why);
+  *err = raise_win_class(w, MPI_ERR_GROUP, call, "group %#x %s", static_cast<unsigned>(g), why);
   return false;
 }
 
@@ -246,27 +248,17 @@ int make_win(EP_Win ep, Comm* parent, MPI_Win* out, const char* call) {
   return MPI_SUCCESS;
 }
 
-int make_request(EP_Request r, int owner, MPI_Request* out, const char* call, Keep* keep) {
-  const int h = table(Kind::kRequest).make(r, owner, keep);
-  if (h == 0) {
-    EP_Request_free(&r);
-    delete keep;
-    return raise_owner(owner, EP_ERR_INTERN, call);
-  }
-  *out = h;
-  return MPI_SUCCESS;
+int request_table_full(EP_Request r, int owner, const char* call, Keep* keep) {
+  EP_Request_free(&r);
+  delete keep;
+  return raise_owner(owner, EP_ERR_INTERN, call);
 }
 
-void release_request(int h) {
-  Slot* s = table(Kind::kRequest).slot(index_of(h));
-  // relaxed: written before the handle was published (make), read by its user.
-  delete static_cast<Keep*>(s->aux.load(std::memory_order_relaxed));
-  table(Kind::kRequest).release(h);
-}
+void delete_keep(void* keep) { delete static_cast<Keep*>(keep); }
 
 int invalid_request(int h, const char* call) {
   return raise_plain(MPI_COMM_WORLD, MPI_ERR_REQUEST, call,
-                     "request 0x%x names no libep request (completed or freed?)",
+                     "request %#x names no libep request (completed or freed?)",
                      static_cast<unsigned>(h));
 }
 

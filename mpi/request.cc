@@ -62,28 +62,33 @@ class Scratch {
   T* p_;
 };
 
+// Whether any handle of reqs is libep's (no lookup: MPICH's arrays pass at this cost).
+bool any_ep(int n, const MPI_Request* reqs) {
+  for (int i = 0; i < n; ++i) {
+    if (is_req(reqs[i])) return true;
+  }
+  return false;
+}
+
 struct Census {
-  int ep = 0;     // libep requests
   int plain = 0;  // MPICH requests, MPI_REQUEST_NULL not counted
   int bad = -1;   // index of a libep handle that names nothing
 };
 
-Census census(int n, const MPI_Request* reqs) {
+// libep's view of reqs into er (its requests, everything else EP_REQUEST_NULL), and what
+// else the array holds.
+Census view(int n, const MPI_Request* reqs, EP_Request* er) {
   Census c;
   for (int i = 0; i < n; ++i) {
     if (is_req(reqs[i])) {
-      ++c.ep;
-      if (c.bad < 0 && request_of(reqs[i]) == nullptr) c.bad = i;
-    } else if (reqs[i] != MPI_REQUEST_NULL) {
-      ++c.plain;
+      er[i] = request_of(reqs[i]);
+      if (er[i] == nullptr && c.bad < 0) c.bad = i;
+    } else {
+      er[i] = EP_REQUEST_NULL;
+      if (reqs[i] != MPI_REQUEST_NULL) ++c.plain;
     }
   }
   return c;
-}
-
-// libep's view of reqs: its requests, everything else EP_REQUEST_NULL.
-void ep_view(int n, const MPI_Request* reqs, EP_Request* er) {
-  for (int i = 0; i < n; ++i) er[i] = is_req(reqs[i]) ? request_of(reqs[i]) : EP_REQUEST_NULL;
 }
 
 // MPICH's view of reqs: libep's requests as MPI_REQUEST_NULL.
@@ -144,63 +149,59 @@ class Backoff {
 thread_local unsigned t_turn = 0;  // which kind Testany/Testsome tries first
 
 // ---- all libep ---------------------------------------------------------------------------
+// er: libep's view of reqs (view()); libep completes what it can, settle() releases the
+// handles of what it completed.
 
-int ep_waitall(int n, MPI_Request* reqs, MPI_Status* sts, bool test, int* flag, const char* call) {
-  Scratch<EP_Request> er(n);
+int ep_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, bool test, int* flag,
+               const char* call) {
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
-  ep_view(n, reqs, er.data());
-  const int owner = first_owner(n, reqs);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
   int f = 1;
-  const int rc = test ? EP_Testall(n, er.data(), &f, esp) : EP_Waitall(n, er.data(), esp);
+  const int rc = test ? EP_Testall(n, er, &f, esp) : EP_Waitall(n, er, esp);
   if (test) *flag = f;
+  const int owner = rc == EP_SUCCESS ? 0 : first_owner(n, reqs);
   if (f || rc != EP_SUCCESS) {
     const bool filled = rc == EP_SUCCESS || rc == EP_ERR_IN_STATUS;
     for (int i = 0; i < n; ++i) {
       if (esp != nullptr && filled) convert(es[i], &sts[i], rc == EP_ERR_IN_STATUS);
-      settle(i, reqs, er.data());
+      settle(i, reqs, er);
     }
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
 }
 
-int ep_waitany(int n, MPI_Request* reqs, int* index, MPI_Status* st, bool test, int* flag,
-               const char* call) {
-  Scratch<EP_Request> er(n);
-  ep_view(n, reqs, er.data());
+int ep_waitany(int n, MPI_Request* reqs, EP_Request* er, int* index, MPI_Status* st, bool test,
+               int* flag, const char* call) {
   EP_Status es;
   EP_Status* esp = st == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es;
   int f = 1, idx = MPI_UNDEFINED;
-  const int rc =
-      test ? EP_Testany(n, er.data(), &idx, &f, esp) : EP_Waitany(n, er.data(), &idx, esp);
+  const int rc = test ? EP_Testany(n, er, &idx, &f, esp) : EP_Waitany(n, er, &idx, esp);
   if (test) *flag = f;
   *index = idx;
   int owner = 0;
   if (idx != MPI_UNDEFINED && idx >= 0) {
-    owner = is_req(reqs[idx]) ? request_owner(reqs[idx]) : 0;
-    settle(idx, reqs, er.data());
-  } else {
+    if (rc != EP_SUCCESS) owner = request_owner(reqs[idx]);
+    settle(idx, reqs, er);
+  } else if (rc != EP_SUCCESS) {
     owner = first_owner(n, reqs);
   }
   if (esp != nullptr && f && completed(rc)) to_mpi(es, st);
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
 }
 
-int ep_waitsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* sts, bool test,
-                const char* call) {
-  Scratch<EP_Request> er(n);
+int ep_waitsome(int n, MPI_Request* reqs, EP_Request* er, int* outcount, int* indices,
+                MPI_Status* sts, bool test, const char* call) {
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
-  ep_view(n, reqs, er.data());
-  const int owner = first_owner(n, reqs);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
   int out = 0;
-  const int rc = test ? EP_Testsome(n, er.data(), &out, indices, esp)
-                      : EP_Waitsome(n, er.data(), &out, indices, esp);
+  const int rc =
+      test ? EP_Testsome(n, er, &out, indices, esp) : EP_Waitsome(n, er, &out, indices, esp);
   *outcount = out;
+  const int owner = rc == EP_SUCCESS ? 0 : first_owner(n, reqs);
   if (out != MPI_UNDEFINED) {
     for (int k = 0; k < out; ++k) {
       if (esp != nullptr) convert(es[k], &sts[k], rc == EP_ERR_IN_STATUS);
-      settle(indices[k], reqs, er.data());
+      settle(indices[k], reqs, er);
     }
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
@@ -208,17 +209,15 @@ int ep_waitsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Statu
 
 // ---- mixed ----------------------------------------------------------------------------------
 
-int mixed_waitall(int n, MPI_Request* reqs, MPI_Status* sts, const char* call) {
+int mixed_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, const char* call) {
   Scratch<MPI_Request> pr(n);
   Scratch<MPI_Status> pst(sts == MPI_STATUSES_IGNORE ? 0 : n);
   mpi_view(n, reqs, pr.data());
-  // libep's first (their handles settle), then MPICH's on the view.
-  Scratch<EP_Request> er(n);
+  // libep's first (their handles settle), then MPICH's on its view.
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
-  ep_view(n, reqs, er.data());
   const int owner = first_owner(n, reqs);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
-  const int erc = EP_Waitall(n, er.data(), esp);
+  const int erc = EP_Waitall(n, er, esp);
   const int prc =
       PMPI_Waitall(n, pr.data(), sts == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : pst.data());
   const int pcls = mpi_class(prc);
@@ -229,7 +228,7 @@ int mixed_waitall(int n, MPI_Request* reqs, MPI_Status* sts, const char* call) {
         convert(es[i], &sts[i], erc == EP_ERR_IN_STATUS);
         if (in_status && erc != EP_ERR_IN_STATUS) sts[i].MPI_ERROR = MPI_SUCCESS;
       }
-      settle(i, reqs, er.data());
+      settle(i, reqs, er);
     } else {
       reqs[i] = pr[i];
       if (sts != MPI_STATUSES_IGNORE) {
@@ -246,12 +245,13 @@ int mixed_waitall(int n, MPI_Request* reqs, MPI_Status* sts, const char* call) {
   return MPI_SUCCESS;
 }
 
-int mixed_testall(int n, MPI_Request* reqs, int* flag, MPI_Status* sts, const char* call) {
+int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, int* flag, MPI_Status* sts,
+                  const char* call) {
   // libep's side first, without completing anything.
   for (int i = 0; i < n; ++i) {
-    if (!is_req(reqs[i])) continue;
+    if (er[i] == EP_REQUEST_NULL) continue;
     int f = 0;
-    const int rc = EP_Request_get_status(request_of(reqs[i]), &f, EP_STATUS_IGNORE);
+    const int rc = EP_Request_get_status(er[i], &f, EP_STATUS_IGNORE);
     if (rc != EP_SUCCESS) return raise_owner(request_owner(reqs[i]), rc, call);
     if (!f) {
       *flag = 0;
@@ -275,29 +275,27 @@ int mixed_testall(int n, MPI_Request* reqs, int* flag, MPI_Status* sts, const ch
     if (sts != MPI_STATUSES_IGNORE) sts[i] = pst[i];
   }
   // libep's are complete: EP_Testall completes them all now.
-  Scratch<EP_Request> er(n);
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
-  ep_view(n, reqs, er.data());
   const int owner = first_owner(n, reqs);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
   int ef = 0;
-  const int erc = EP_Testall(n, er.data(), &ef, esp);
+  const int erc = EP_Testall(n, er, &ef, esp);
   for (int i = 0; i < n; ++i) {
     if (!is_req(reqs[i])) continue;
     if (esp != nullptr) convert(es[i], &sts[i], erc == EP_ERR_IN_STATUS);
-    settle(i, reqs, er.data());
+    settle(i, reqs, er);
   }
   *flag = 1;
   if (erc != EP_SUCCESS) return raise_owner(owner, erc, call);
   return prc;
 }
 
-// One round of Testany over both kinds; *done when it returned an index or found every
-// request inactive.
+// One round of Testany over both kinds: *flag when it returned an index or found every
+// request inactive.  er and the MPICH view are refreshed from reqs each round.
 int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* st,
                   const char* call) {
   Scratch<EP_Request> er(n);
-  ep_view(n, reqs, er.data());
+  view(n, reqs, er.data());
   Scratch<MPI_Request> pr(n);
   mpi_view(n, reqs, pr.data());
   bool ep_idle = false, mpi_idle = false;
@@ -311,7 +309,7 @@ int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* s
       if (f && idx != MPI_UNDEFINED) {
         const int owner = request_owner(reqs[idx]);
         settle(idx, reqs, er.data());
-        if (st != MPI_STATUS_IGNORE) to_mpi(es, st);
+        if (st != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, st);
         *index = idx;
         *flag = 1;
         return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
@@ -344,7 +342,7 @@ int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* s
 int mixed_testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* sts,
                    const char* call) {
   Scratch<EP_Request> er(n);
-  ep_view(n, reqs, er.data());
+  view(n, reqs, er.data());
   Scratch<MPI_Request> pr(n);
   mpi_view(n, reqs, pr.data());
   Scratch<int> eidx(n), pidx(n);
@@ -438,7 +436,7 @@ int mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI
   EP_Message m = static_cast<EP_Message>(table(Kind::kMessage).get(h));
   if (m == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_REQUEST, call,
-                       "message 0x%x names no libep message (received already?)",
+                       "message %#x names no libep message (received already?)",
                        static_cast<unsigned>(h));
   }
   const int owner = table(Kind::kMessage).slot(index_of(h))->owner.load(std::memory_order_relaxed);
@@ -461,7 +459,7 @@ int imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MP
   EP_Message m = static_cast<EP_Message>(table(Kind::kMessage).get(h));
   if (m == nullptr) {
     return raise_plain(MPI_COMM_WORLD, MPI_ERR_REQUEST, call,
-                       "message 0x%x names no libep message (received already?)",
+                       "message %#x names no libep message (received already?)",
                        static_cast<unsigned>(h));
   }
   // relaxed: ordered by the acquire load of obj above.
@@ -487,14 +485,16 @@ extern "C" {
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (request == nullptr || !is_req(*request)) return PMPI_Wait(request, status);
   const int h = *request;
-  EP_Request r = request_of(h);
-  if (r == nullptr) return invalid_request(h, "MPI_Wait");
-  const int owner = request_owner(h);
+  Slot* s = request_slot(h);
+  if (s == nullptr) return invalid_request(h, "MPI_Wait");
+  // relaxed: ordered by request_slot's acquire load.
+  EP_Request r = static_cast<EP_Request>(s->obj.load(std::memory_order_relaxed));
+  const int owner = s->owner.load(std::memory_order_relaxed);
   EP_Status es;
   const int rc = EP_Wait(&r, status == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es);
   if (status != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, status);
   if (r == EP_REQUEST_NULL) {
-    release_request(h);
+    release_request(s, h);
     *request = MPI_REQUEST_NULL;
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Wait");
@@ -503,49 +503,58 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (request == nullptr || !is_req(*request)) return PMPI_Test(request, flag, status);
   const int h = *request;
-  EP_Request r = request_of(h);
-  if (r == nullptr) return invalid_request(h, "MPI_Test");
-  if (flag == nullptr) return raise_owner(request_owner(h), EP_ERR_ARG, "MPI_Test");
-  const int owner = request_owner(h);
+  Slot* s = request_slot(h);
+  if (s == nullptr) return invalid_request(h, "MPI_Test");
+  // relaxed: ordered by request_slot's acquire load.
+  EP_Request r = static_cast<EP_Request>(s->obj.load(std::memory_order_relaxed));
+  const int owner = s->owner.load(std::memory_order_relaxed);
+  if (flag == nullptr) return raise_owner(owner, EP_ERR_ARG, "MPI_Test");
   EP_Status es;
   const int rc = EP_Test(&r, flag, status == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es);
   if (*flag && status != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, status);
   if (r == EP_REQUEST_NULL) {
-    release_request(h);
+    release_request(s, h);
     *request = MPI_REQUEST_NULL;
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Test");
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (count <= 0 || requests == nullptr) return PMPI_Waitall(count, requests, statuses);
-  const Census c = census(count, requests);
-  if (c.ep == 0) return PMPI_Waitall(count, requests, statuses);
+  if (count <= 0 || requests == nullptr || !any_ep(count, requests)) {
+    return PMPI_Waitall(count, requests, statuses);
+  }
+  Scratch<EP_Request> er(count);
+  const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitall");
-  if (c.plain == 0) return ep_waitall(count, requests, statuses, false, nullptr, "MPI_Waitall");
-  return mixed_waitall(count, requests, statuses, "MPI_Waitall");
+  if (c.plain == 0) {
+    return ep_waitall(count, requests, er.data(), statuses, false, nullptr, "MPI_Waitall");
+  }
+  return mixed_waitall(count, requests, er.data(), statuses, "MPI_Waitall");
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  if (count <= 0 || requests == nullptr || flag == nullptr) {
+  if (count <= 0 || requests == nullptr || flag == nullptr || !any_ep(count, requests)) {
     return PMPI_Testall(count, requests, flag, statuses);
   }
-  const Census c = census(count, requests);
-  if (c.ep == 0) return PMPI_Testall(count, requests, flag, statuses);
+  Scratch<EP_Request> er(count);
+  const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testall");
-  if (c.plain == 0) return ep_waitall(count, requests, statuses, true, flag, "MPI_Testall");
-  return mixed_testall(count, requests, flag, statuses, "MPI_Testall");
+  if (c.plain == 0) {
+    return ep_waitall(count, requests, er.data(), statuses, true, flag, "MPI_Testall");
+  }
+  return mixed_testall(count, requests, er.data(), flag, statuses, "MPI_Testall");
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (count <= 0 || requests == nullptr || index == nullptr) {
+  if (count <= 0 || requests == nullptr || index == nullptr || !any_ep(count, requests)) {
     return PMPI_Waitany(count, requests, index, status);
   }
-  const Census c = census(count, requests);
-  if (c.ep == 0) return PMPI_Waitany(count, requests, index, status);
+  Scratch<EP_Request> er(count);
+  const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitany");
-  if (c.plain == 0)
-    return ep_waitany(count, requests, index, status, false, nullptr, "MPI_Waitany");
+  if (c.plain == 0) {
+    return ep_waitany(count, requests, er.data(), index, status, false, nullptr, "MPI_Waitany");
+  }
   Backoff backoff;
   for (;;) {
     int flag = 0;
@@ -556,26 +565,31 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (count <= 0 || requests == nullptr || index == nullptr || flag == nullptr) {
+  if (count <= 0 || requests == nullptr || index == nullptr || flag == nullptr ||
+      !any_ep(count, requests)) {
     return PMPI_Testany(count, requests, index, flag, status);
   }
-  const Census c = census(count, requests);
-  if (c.ep == 0) return PMPI_Testany(count, requests, index, flag, status);
+  Scratch<EP_Request> er(count);
+  const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testany");
-  if (c.plain == 0) return ep_waitany(count, requests, index, status, true, flag, "MPI_Testany");
+  if (c.plain == 0) {
+    return ep_waitany(count, requests, er.data(), index, status, true, flag, "MPI_Testany");
+  }
   return mixed_testany(count, requests, index, flag, status, "MPI_Testany");
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr) {
+  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
+      !any_ep(incount, requests)) {
     return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
   }
-  const Census c = census(incount, requests);
-  if (c.ep == 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  Scratch<EP_Request> er(incount);
+  const Census c = view(incount, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitsome");
   if (c.plain == 0) {
-    return ep_waitsome(incount, requests, outcount, indices, statuses, false, "MPI_Waitsome");
+    return ep_waitsome(incount, requests, er.data(), outcount, indices, statuses, false,
+                       "MPI_Waitsome");
   }
   Backoff backoff;
   for (;;) {
@@ -587,14 +601,16 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
 
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr) {
+  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
+      !any_ep(incount, requests)) {
     return PMPI_Testsome(incount, requests, outcount, indices, statuses);
   }
-  const Census c = census(incount, requests);
-  if (c.ep == 0) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  Scratch<EP_Request> er(incount);
+  const Census c = view(incount, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testsome");
   if (c.plain == 0) {
-    return ep_waitsome(incount, requests, outcount, indices, statuses, true, "MPI_Testsome");
+    return ep_waitsome(incount, requests, er.data(), outcount, indices, statuses, true,
+                       "MPI_Testsome");
   }
   return mixed_testsome(incount, requests, outcount, indices, statuses, "MPI_Testsome");
 }
@@ -644,19 +660,19 @@ int MPI_Start(MPI_Request* request) {
 }
 
 int MPI_Startall(int count, MPI_Request requests[]) {
-  if (count <= 0 || requests == nullptr) return PMPI_Startall(count, requests);
-  const Census c = census(count, requests);
-  if (c.ep == 0) return PMPI_Startall(count, requests);
-  if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Startall");
-  Scratch<EP_Request> er(c.ep);
+  if (count <= 0 || requests == nullptr || !any_ep(count, requests)) {
+    return PMPI_Startall(count, requests);
+  }
+  Scratch<EP_Request> er(count);
   Scratch<MPI_Request> pr(count);
   int ne = 0, np = 0;
   for (int i = 0; i < count; ++i) {
-    if (is_req(requests[i])) {
-      er[ne++] = request_of(requests[i]);
-    } else {
+    if (!is_req(requests[i])) {
       pr[np++] = requests[i];
+      continue;
     }
+    er[ne] = request_of(requests[i]);
+    if (er[ne++] == nullptr) return invalid_request(requests[i], "MPI_Startall");
   }
   const int rc = EP_Startall(ne, er.data());
   if (rc != EP_SUCCESS) return raise_owner(first_owner(count, requests), rc, "MPI_Startall");

@@ -34,11 +34,11 @@ Comm* threadcomm(MPI_Comm h, const char* call, int* err) {
   Comm* s = is_kind<Kind::kComm>(h) ? static_cast<Comm*>(table(Kind::kComm).get(h)) : nullptr;
   if (s == nullptr || s->tc == nullptr) {
     if (s != nullptr) {
-      *err = raise_class(s, MPI_ERR_COMM, call, "communicator 0x%x is not a threadcomm",
+      *err = raise_class(s, MPI_ERR_COMM, call, "communicator %#x is not a threadcomm",
                          static_cast<unsigned>(h));
     } else {
       *err = raise_plain(is_ep(h) ? MPI_COMM_WORLD : h, MPI_ERR_COMM, call,
-                         "communicator 0x%x is not a threadcomm", static_cast<unsigned>(h));
+                         "communicator %#x is not a threadcomm", static_cast<unsigned>(h));
     }
     return nullptr;
   }

@@ -78,7 +78,7 @@ int MPI_Win_set_attr(MPI_Win win, int keyval, void* attribute_val) {
   Win* w = window(win, call, &err);
   if (w == nullptr) return err;
   if (predefined_win_keyval(keyval) || find_keyval(keyval, true) == nullptr) {
-    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a window keyval %s",
+    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval %#x is not a window keyval %s",
                            static_cast<unsigned>(keyval),
                            predefined_win_keyval(keyval) ? "the application may set" : "");
   }
@@ -107,7 +107,7 @@ int MPI_Win_get_attr(MPI_Win win, int keyval, void* attribute_val, int* flag) {
     return rc == EP_SUCCESS ? MPI_SUCCESS : raise_win(w, rc, call);
   }
   if (find_keyval(keyval, true) == nullptr) {
-    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a window keyval",
+    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval %#x is not a window keyval",
                            static_cast<unsigned>(keyval));
   }
   *flag = 0;
@@ -128,7 +128,7 @@ int MPI_Win_delete_attr(MPI_Win win, int keyval) {
   Win* w = window(win, call, &err);
   if (w == nullptr) return err;
   if (find_keyval(keyval, true) == nullptr) {
-    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval 0x%x is not a window keyval",
+    return raise_win_class(w, MPI_ERR_KEYVAL, call, "keyval %#x is not a window keyval",
                            static_cast<unsigned>(keyval));
   }
   for (size_t i = 0; i < w->attrs.size(); ++i) {

@@ -122,9 +122,10 @@ TEST(HandleTable, ConcurrentMakeAndReleaseHandOutEachIndexOnce) {
     for (auto& th : threads) th.join();
   }
   EXPECT_EQ(failures.load(), 0);
-  // Each thread holds at most kLiveMax handles plus its cache (64) and what it fetched
-  // in one batch (32): the table must not have grown past that.
-  EXPECT_LE(max_index.load(), kThreads * (kLiveMax + 64 + 32) * 2);
+  // Each thread holds at most kLiveMax handles plus its cache and what it fetched in one
+  // batch: the table must not have grown past that.
+  EXPECT_LE(max_index.load(),
+            kThreads * (kLiveMax + ep::mpi::kCacheMax + ep::mpi::kCacheBatch) * 2);
 }
 
 }  // namespace

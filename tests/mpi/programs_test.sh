@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Usage: programs_test.sh INSTALL_FILES_SH LIBEP_SO EP_H LIBEP_MPI_SO MPI_ENDPOINTS_H HARNESS_H
-#                         PROGRAM.c...
+#                         TSAN_SUPP PROGRAM.c...
 # Installs libep and libep_mpi into a temporary prefix, then builds each C program (written
 # against <mpi.h> and ep/mpi_endpoints.h only) twice, as a user would:
 #   - with libep_mpi:  mpicc -fopenmp prog.c $(pkg-config --cflags --libs ep-mpi)
 #   - on plain MPI:    mpicc -fopenmp -DPLAIN_MPI prog.c   (harness.h: one thread per process)
 # and runs both with 1, 2 and 3 MPI processes (uneven thread counts: harness.h).  Each
-# program checks its values and prints "<name>: PASS".
+# program checks its values and prints "<name>: PASS".  Under --config=tsan/asan/ubsan
+# (libep and libep_mpi instrumented) the endpoint builds preload the sanitizer runtime and
+# use POSIX threads instead of OpenMP (-DHARNESS_PTHREADS: ThreadSanitizer cannot see
+# libgomp's barriers).
 set -euo pipefail
 
 install_files=$1
 libep_so=$2
 ep_h=$3
-export EP_MPI_SO=$4 EP_MPI_H=$5
+mpi_so=$4
+mpi_h=$5
 harness="$(cd "$(dirname "$6")" && pwd)/$(basename "$6")"
-shift 6
+supp="$(cd "$(dirname "$7")" && pwd)/$(basename "$7")"
+shift 7
 programs=()
 for src in "$@"; do programs+=("$(cd "$(dirname "$src")" && pwd)/$(basename "$src")"); done
 
@@ -23,7 +28,8 @@ prefix="$work/prefix"
 export TMPDIR="$work"
 
 echo "--- install into $prefix"
-bash "$install_files" "$prefix" "$libep_so" "$ep_h" >"$work/install.log" 2>&1 || {
+EP_MPI_SO=$mpi_so EP_MPI_H=$mpi_h bash "$install_files" "$prefix" "$libep_so" "$ep_h" \
+  >"$work/install.log" 2>&1 || {
   cat "$work/install.log"
   exit 1
 }
@@ -44,22 +50,26 @@ for src in "${programs[@]}"; do
   prog=$(basename "$src" .c)
   cp "$src" "$prog.c"
   echo "--- build $prog"
+  # Under --config=asan/tsan libep is instrumented, the program is not: preload the
+  # sanitizer runtime (as tests/install does).
+  san=$(grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' <<<"$(ldd "$prefix/lib/libep_mpi.so")" |
+    head -n 1 || true)
+  threads=()
+  [[ -n "$san" ]] && threads=(-DHARNESS_PTHREADS -pthread)
   # shellcheck disable=SC2086  # word splitting of the flags is intended
-  mpicc "${cflags[@]}" "$prog.c" $flags -o "$prog.ep"
+  mpicc "${cflags[@]}" "${threads[@]}" "$prog.c" $flags -o "$prog.ep"
   mpicc "${cflags[@]}" -DPLAIN_MPI "$prog.c" -o "$prog.plain"
   ldd_out=$(ldd "./$prog.ep")
   grep -qF "$prefix/lib/libep_mpi.so" <<<"$ldd_out" || {
     echo "FAIL: $prog.ep does not resolve libep_mpi.so from $prefix/lib"
     exit 1
   }
-  # Under --config=asan/tsan libep is instrumented, the program is not: preload the
-  # sanitizer runtime (as tests/install does).
-  san=$(grep -oE '/[^ ]*lib(asan|tsan|ubsan)\.so[^ ]*' <<<"$ldd_out" | head -n 1 || true)
   for build in ep plain; do
     for np in 1 2 3; do
       set +e
       if [[ $build == ep ]]; then
         LD_PRELOAD="${san}" ASAN_OPTIONS="detect_leaks=0:${ASAN_OPTIONS:-}" \
+          TSAN_OPTIONS="suppressions=$supp halt_on_error=1 ${TSAN_OPTIONS:-}" \
           timeout --kill-after=10 120 mpiexec -n "$np" "./$prog.$build" >out.txt 2>&1
       else
         timeout --kill-after=10 120 mpiexec -n "$np" "./$prog.$build" >out.txt 2>&1
