@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Usage: programs_test.sh INSTALL_FILES_SH LIBEP_SO EP_H LIBEP_MPI_SO MPI_ENDPOINTS_H HARNESS_H
-#                         TSAN_SUPP PROGRAM.c...
+#                         TSAN_SUPP PROGRAM.c|PROGRAM.F90...
 # Installs libep and libep_mpi into a temporary prefix, then builds each C program (written
 # against <mpi.h> and ep/mpi_endpoints.h only) twice, as a user would:
 #   - with libep_mpi:  mpicc -fopenmp prog.c $(pkg-config --cflags --libs ep-mpi)
 #   - on plain MPI:    mpicc -fopenmp -DPLAIN_MPI prog.c   (harness.h: one thread per process)
-# and runs both with 1, 2 and 3 MPI processes (uneven thread counts: harness.h).  Each
+# (a .F90 program: mpifort, MPICH's `use mpi` binding) and runs both with 1, 2 and 3 MPI
+# processes (uneven thread counts: harness.h).  Each
 # program checks its values and prints "<name>: PASS".  Under --config=tsan/asan/ubsan
 # (libep and libep_mpi instrumented) the endpoint builds preload the sanitizer runtime and
 # use POSIX threads instead of OpenMP (-DHARNESS_PTHREADS: ThreadSanitizer cannot see
@@ -47,8 +48,9 @@ unset LD_LIBRARY_PATH
 cflags=(-fopenmp -O1 -Wall -Werror -Wno-stringop-overflow)
 fail=0
 for src in "${programs[@]}"; do
-  prog=$(basename "$src" .c)
-  cp "$src" "$prog.c"
+  base=$(basename "$src")
+  prog=${base%.*}
+  cp "$src" "$base"
   echo "--- build $prog"
   # Under --config=asan/tsan libep is instrumented, the program is not: preload the
   # sanitizer runtime (as tests/install does).
@@ -56,9 +58,15 @@ for src in "${programs[@]}"; do
     head -n 1 || true)
   threads=()
   [[ -n "$san" ]] && threads=(-DHARNESS_PTHREADS -pthread)
-  # shellcheck disable=SC2086  # word splitting of the flags is intended
-  mpicc "${cflags[@]}" "${threads[@]}" "$prog.c" $flags -o "$prog.ep"
-  mpicc "${cflags[@]}" -DPLAIN_MPI "$prog.c" -o "$prog.plain"
+  if [[ $base == *.F90 ]]; then  # MPICH's `use mpi` binding calls the C MPI_ functions
+    # shellcheck disable=SC2086  # word splitting of the flags is intended
+    mpifort -fopenmp -O1 -Wall "$base" $flags -o "$prog.ep"
+    mpifort -fopenmp -O1 -Wall -DPLAIN_MPI "$base" -o "$prog.plain"
+  else
+    # shellcheck disable=SC2086
+    mpicc "${cflags[@]}" "${threads[@]}" "$base" $flags -o "$prog.ep"
+    mpicc "${cflags[@]}" -DPLAIN_MPI "$base" -o "$prog.plain"
+  fi
   ldd_out=$(ldd "./$prog.ep")
   grep -qF "$prefix/lib/libep_mpi.so" <<<"$ldd_out" || {
     echo "FAIL: $prog.ep does not resolve libep_mpi.so from $prefix/lib"
