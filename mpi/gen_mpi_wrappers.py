@@ -305,12 +305,14 @@ def gen_unsupported(name, params, cls):
     cond = " && ".join("!ep::mpi::is_ep(%s)" % params[i].name for i, _ in ins)
     lines = ["extern \"C\" %s {" % sig(name, params),
              "  if (%s) return P%s(%s);" % (cond, name, args_of(params))]
-    for i, k in ins:
+    for j, (i, k) in enumerate(ins):
         n = params[i].name
         c = cls or KIND_CLASS[k]
-        lines.append("  if (ep::mpi::is_ep(%s)) return ep::mpi::unsupported(%s, %s, \"%s\");" %
-                     (n, n, c, name))
-    lines.append("  return MPI_ERR_INTERN;")
+        call = "ep::mpi::unsupported(%s, %s, \"%s\")" % (n, c, name)
+        if j + 1 == len(ins):  # the last libep-capable handle: it is libep's
+            lines.append("  return %s;" % call)
+        else:
+            lines.append("  if (ep::mpi::is_ep(%s)) return %s;" % (n, call))
     lines.append("}")
     return "\n".join(lines)
 

@@ -181,6 +181,8 @@ int PMPIX_Threadcomm_free(MPI_Comm* threadcomm_handle) {
       return raise_class(s, MPI_ERR_OTHER, call, "a thread is still inside a region of it");
     }
   }
+  const int arc = delete_attrs(s);  // attributes set on the handle outside the regions
+  if (arc != MPI_SUCCESS) return raise_class(s, arc, call, "an attribute delete callback failed");
   for (int i = 0; i < t->n; ++i) {
     const int rc = free_comm(t->ep[static_cast<size_t>(i)], call);
     if (rc != MPI_SUCCESS) return raise_class(s, rc, call, "freeing endpoint %d failed", i);
