@@ -475,15 +475,10 @@ int imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MP
   return make_request(r, owner, request, call);
 }
 
-}  // namespace
-}  // namespace ep::mpi
+// The libep side of the single-request calls (the MPI_ functions only dispatch: MPICH's
+// requests pay one compare and no stack frame).
 
-using namespace ep::mpi;  // NOLINT(build/namespaces): the helpers of this layer
-
-extern "C" {
-
-int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  if (request == nullptr || !is_req(*request)) return PMPI_Wait(request, status);
+__attribute__((noinline)) int ep_wait(MPI_Request* request, MPI_Status* status) {
   const int h = *request;
   Slot* s = request_slot(h);
   if (s == nullptr) return invalid_request(h, "MPI_Wait");
@@ -500,8 +495,7 @@ int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Wait");
 }
 
-int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  if (request == nullptr || !is_req(*request)) return PMPI_Test(request, flag, status);
+__attribute__((noinline)) int ep_test(MPI_Request* request, int* flag, MPI_Status* status) {
   const int h = *request;
   Slot* s = request_slot(h);
   if (s == nullptr) return invalid_request(h, "MPI_Test");
@@ -519,10 +513,36 @@ int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Test");
 }
 
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (count <= 0 || requests == nullptr || !any_ep(count, requests)) {
-    return PMPI_Waitall(count, requests, statuses);
-  }
+__attribute__((noinline)) int ep_request_free(MPI_Request* request) {
+  const int h = *request;
+  EP_Request r = request_of(h);
+  if (r == nullptr) return invalid_request(h, "MPI_Request_free");
+  const int owner = request_owner(h);
+  const int rc = EP_Request_free(&r);
+  if (rc != EP_SUCCESS) return raise_owner(owner, rc, "MPI_Request_free");
+  release_request(h);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+__attribute__((noinline)) int ep_cancel(MPI_Request* request) {
+  EP_Request r = request_of(*request);
+  if (r == nullptr) return invalid_request(*request, "MPI_Cancel");
+  const int rc = EP_Cancel(&r);
+  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(request_owner(*request), rc, "MPI_Cancel");
+}
+
+__attribute__((noinline)) int ep_start(MPI_Request* request) {
+  EP_Request r = request_of(*request);
+  if (r == nullptr) return invalid_request(*request, "MPI_Start");
+  const int rc = EP_Start(&r);
+  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(request_owner(*request), rc, "MPI_Start");
+}
+
+// The libep side of the array calls.
+
+__attribute__((noinline)) int ep_waitall_call(int count, MPI_Request requests[],
+                                              MPI_Status statuses[]) {
   Scratch<EP_Request> er(count);
   const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitall");
@@ -532,10 +552,8 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
   return mixed_waitall(count, requests, er.data(), statuses, "MPI_Waitall");
 }
 
-int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  if (count <= 0 || requests == nullptr || flag == nullptr || !any_ep(count, requests)) {
-    return PMPI_Testall(count, requests, flag, statuses);
-  }
+__attribute__((noinline)) int ep_testall_call(int count, MPI_Request requests[], int* flag,
+                                              MPI_Status statuses[]) {
   Scratch<EP_Request> er(count);
   const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testall");
@@ -545,10 +563,8 @@ int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuse
   return mixed_testall(count, requests, er.data(), flag, statuses, "MPI_Testall");
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  if (count <= 0 || requests == nullptr || index == nullptr || !any_ep(count, requests)) {
-    return PMPI_Waitany(count, requests, index, status);
-  }
+__attribute__((noinline)) int ep_waitany_call(int count, MPI_Request requests[], int* index,
+                                              MPI_Status* status) {
   Scratch<EP_Request> er(count);
   const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitany");
@@ -564,11 +580,8 @@ int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* statu
   }
 }
 
-int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (count <= 0 || requests == nullptr || index == nullptr || flag == nullptr ||
-      !any_ep(count, requests)) {
-    return PMPI_Testany(count, requests, index, flag, status);
-  }
+__attribute__((noinline)) int ep_testany_call(int count, MPI_Request requests[], int* index,
+                                              int* flag, MPI_Status* status) {
   Scratch<EP_Request> er(count);
   const Census c = view(count, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testany");
@@ -578,12 +591,8 @@ int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_St
   return mixed_testany(count, requests, index, flag, status, "MPI_Testany");
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                 MPI_Status statuses[]) {
-  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
-      !any_ep(incount, requests)) {
-    return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
-  }
+__attribute__((noinline)) int ep_waitsome_call(int incount, MPI_Request requests[], int* outcount,
+                                               int indices[], MPI_Status statuses[]) {
   Scratch<EP_Request> er(incount);
   const Census c = view(incount, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitsome");
@@ -599,12 +608,8 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
   }
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
-                 MPI_Status statuses[]) {
-  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
-      !any_ep(incount, requests)) {
-    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-  }
+__attribute__((noinline)) int ep_testsome_call(int incount, MPI_Request requests[], int* outcount,
+                                               int indices[], MPI_Status statuses[]) {
   Scratch<EP_Request> er(incount);
   const Census c = view(incount, requests, er.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testsome");
@@ -613,6 +618,87 @@ int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices
                        "MPI_Testsome");
   }
   return mixed_testsome(incount, requests, outcount, indices, statuses, "MPI_Testsome");
+}
+
+__attribute__((noinline)) int ep_startall_call(int count, MPI_Request requests[]) {
+  Scratch<EP_Request> er(count);
+  Scratch<MPI_Request> pr(count);
+  int ne = 0, np = 0;
+  for (int i = 0; i < count; ++i) {
+    if (!is_req(requests[i])) {
+      pr[np++] = requests[i];
+      continue;
+    }
+    er[ne] = request_of(requests[i]);
+    if (er[ne++] == nullptr) return invalid_request(requests[i], "MPI_Startall");
+  }
+  const int rc = EP_Startall(ne, er.data());
+  if (rc != EP_SUCCESS) return raise_owner(first_owner(count, requests), rc, "MPI_Startall");
+  return np > 0 ? PMPI_Startall(np, pr.data()) : MPI_SUCCESS;
+}
+
+}  // namespace
+}  // namespace ep::mpi
+
+using namespace ep::mpi;  // NOLINT(build/namespaces): the helpers of this layer
+
+extern "C" {
+
+int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (request == nullptr || !is_req(*request)) return PMPI_Wait(request, status);
+  return ep_wait(request, status);
+}
+
+int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (request == nullptr || !is_req(*request)) return PMPI_Test(request, flag, status);
+  return ep_test(request, flag, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
+  if (count <= 0 || requests == nullptr || !any_ep(count, requests)) {
+    return PMPI_Waitall(count, requests, statuses);
+  }
+  return ep_waitall_call(count, requests, statuses);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
+  if (count <= 0 || requests == nullptr || flag == nullptr || !any_ep(count, requests)) {
+    return PMPI_Testall(count, requests, flag, statuses);
+  }
+  return ep_testall_call(count, requests, flag, statuses);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
+  if (count <= 0 || requests == nullptr || index == nullptr || !any_ep(count, requests)) {
+    return PMPI_Waitany(count, requests, index, status);
+  }
+  return ep_waitany_call(count, requests, index, status);
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
+  if (count <= 0 || requests == nullptr || index == nullptr || flag == nullptr ||
+      !any_ep(count, requests)) {
+    return PMPI_Testany(count, requests, index, flag, status);
+  }
+  return ep_testany_call(count, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
+      !any_ep(incount, requests)) {
+    return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  }
+  return ep_waitsome_call(incount, requests, outcount, indices, statuses);
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
+                 MPI_Status statuses[]) {
+  if (incount <= 0 || requests == nullptr || outcount == nullptr || indices == nullptr ||
+      !any_ep(incount, requests)) {
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  }
+  return ep_testsome_call(incount, requests, outcount, indices, statuses);
 }
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
@@ -632,51 +718,24 @@ int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
 
 int MPI_Request_free(MPI_Request* request) {
   if (request == nullptr || !is_req(*request)) return PMPI_Request_free(request);
-  const int h = *request;
-  EP_Request r = request_of(h);
-  if (r == nullptr) return invalid_request(h, "MPI_Request_free");
-  const int owner = request_owner(h);
-  const int rc = EP_Request_free(&r);
-  if (rc != EP_SUCCESS) return raise_owner(owner, rc, "MPI_Request_free");
-  release_request(h);
-  *request = MPI_REQUEST_NULL;
-  return MPI_SUCCESS;
+  return ep_request_free(request);
 }
 
 int MPI_Cancel(MPI_Request* request) {
   if (request == nullptr || !is_req(*request)) return PMPI_Cancel(request);
-  EP_Request r = request_of(*request);
-  if (r == nullptr) return invalid_request(*request, "MPI_Cancel");
-  const int rc = EP_Cancel(&r);
-  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(request_owner(*request), rc, "MPI_Cancel");
+  return ep_cancel(request);
 }
 
 int MPI_Start(MPI_Request* request) {
   if (request == nullptr || !is_req(*request)) return PMPI_Start(request);
-  EP_Request r = request_of(*request);
-  if (r == nullptr) return invalid_request(*request, "MPI_Start");
-  const int rc = EP_Start(&r);
-  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(request_owner(*request), rc, "MPI_Start");
+  return ep_start(request);
 }
 
 int MPI_Startall(int count, MPI_Request requests[]) {
   if (count <= 0 || requests == nullptr || !any_ep(count, requests)) {
     return PMPI_Startall(count, requests);
   }
-  Scratch<EP_Request> er(count);
-  Scratch<MPI_Request> pr(count);
-  int ne = 0, np = 0;
-  for (int i = 0; i < count; ++i) {
-    if (!is_req(requests[i])) {
-      pr[np++] = requests[i];
-      continue;
-    }
-    er[ne] = request_of(requests[i]);
-    if (er[ne++] == nullptr) return invalid_request(requests[i], "MPI_Startall");
-  }
-  const int rc = EP_Startall(ne, er.data());
-  if (rc != EP_SUCCESS) return raise_owner(first_owner(count, requests), rc, "MPI_Startall");
-  return np > 0 ? PMPI_Startall(np, pr.data()) : MPI_SUCCESS;
+  return ep_startall_call(count, requests);
 }
 
 int MPI_Grequest_start(MPI_Grequest_query_function* query_fn, MPI_Grequest_free_function* free_fn,
