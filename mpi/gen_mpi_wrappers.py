@@ -196,7 +196,8 @@ def gen_mapped(name, params, epname, ep_params, roles):
              "}",
              "static int ep_%s(%s) {" % (name, ", ".join(p.text for p in params))]
     q = '"%s"' % name
-    lines.append("  int err_ = MPI_SUCCESS;")
+    if dkind != "kRequest":
+        lines.append("  int err_ = MPI_SUCCESS;")
     if dkind == "kComm":
         obj, raise_, raise_cls = "e_", "ep::mpi::raise(e_, ", "ep::mpi::raise_class(e_, "
         lines.append("  ep::mpi::Comm* e_ = ep::mpi::endpoint(%s, %s, &err_);" % (d.name, q))

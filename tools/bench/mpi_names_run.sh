@@ -8,7 +8,10 @@
 # ratio of the medians (preloaded / not).
 #
 # Usage: tools/bench/mpi_names_run.sh [ROUNDS] [REPS] [REP_SECONDS]   (default 5 7 0.3)
-# Environment: as tools/bench/run.sh (BAZEL, BAZEL_OUTPUT_BASE, MPIEXEC, EP_*).
+# Environment: as tools/bench/run.sh (BAZEL, BAZEL_OUTPUT_BASE, MPIEXEC, EP_*), and
+#   WAIT_IDLE=S  before each run, wait (at most S seconds) until the machine's CPUs
+#                were at least 90% idle over 2 s: on a shared machine, the runs take its
+#                quiet moments (each wait and idle share is printed).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 rounds=${1:-5}
@@ -26,11 +29,34 @@ export UCX_MEM_EVENTS=no
 out=$(mktemp -d "${TMPDIR:-/tmp}/mpi_names_run.XXXXXX")
 launch=("${MPIEXEC:-mpiexec}" -n 2)
 
+# The share of idle CPU time over the next 2 seconds, in percent (/proc/stat).
+idle_percent() {
+  local a b
+  a=($(head -n 1 /proc/stat))
+  sleep 2
+  b=($(head -n 1 /proc/stat))
+  local total=0 i
+  for ((i = 1; i < ${#a[@]}; ++i)); do total=$((total + b[i] - a[i])); done
+  echo $((total > 0 ? 100 * (b[4] - a[4]) / total : 0))
+}
+
+wait_idle() {
+  [[ -n "${WAIT_IDLE:-}" ]] || return 0
+  local waited=0 idle
+  while idle=$(idle_percent) && ((idle < 90 && waited < WAIT_IDLE)); do
+    sleep 3
+    waited=$((waited + 5))
+  done
+  echo "    waited ${waited} s for an idle machine (${idle}% idle)" >&2
+}
+
 for ((k = 1; k <= rounds; ++k)); do
   echo "--- round $k of $rounds (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+  wait_idle
   "${launch[@]}" "$names" --reps "$reps" --rep-seconds "$secs" >"$out/names.$k"
   # B: the two sides in turn first.
   for side in $( ((k % 2)) && echo "plain preloaded" || echo "preloaded plain"); do
+    wait_idle
     if [[ $side == preloaded ]]; then
       LD_PRELOAD=$preload "${launch[@]}" "$p2p" --phases bcf --libep-only --reps "$reps" \
         --rep-seconds "$secs" >"$out/p2p.$side.$k"
