@@ -16,11 +16,12 @@
 //
 // A Table maps the indexes of one kind to the objects (void *): chunks of 4096 slots
 // installed once and never freed, so a lookup is two loads and never touches freed
-// memory.  Indexes are handed out and taken back through a per-thread cache (up to 64
-// indexes of each kind) and a global lock-free stack (a Treiber stack whose head carries
-// a 32-bit tag against ABA); fresh indexes come from a bump counter.  Requests are made
-// and freed at message rate: acquiring and releasing an index takes no lock and, in the
-// common case, no atomic read-modify-write.
+// memory.  Indexes are handed out and taken back through a per-thread cache (up to
+// kCacheMax indexes of each kind, last in first out: a thread's hot slots stay in its
+// cache lines) and a global lock-free stack (a Treiber stack whose head carries a 32-bit
+// tag against ABA); fresh indexes come from a bump counter.  Requests are made and freed
+// at message rate: acquiring and releasing an index takes no lock and, in the common
+// case, no atomic read-modify-write (make, release_slot and the cache are inline).
 //
 // Threading: every function is thread-safe.  A slot is written by the thread that
 // acquired its index, before the handle is published to the application; it is read by
@@ -71,7 +72,7 @@ inline uint32_t index_of(int h) { return static_cast<uint32_t>(h) & kMaxIndex; }
 struct Slot {
   std::atomic<void*> obj{nullptr};  // the libep object; null while the index is free
   std::atomic<int> owner{0};        // the MPI handle of the communicator or window it came from
-  std::atomic<void*> aux{nullptr};  // storage that lives as long as the object (see free_aux)
+  std::atomic<void*> aux{nullptr};  // storage that lives as long as the object (layer.h, Keep)
   std::atomic<uint32_t> next{0};    // the free stack's link while the index is free
 };
 
