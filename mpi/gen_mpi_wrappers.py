@@ -186,26 +186,49 @@ def gen_mapped(name, params, epname, ep_params, roles):
         raise Unmappable("dispatch on %s" % dkind)
     # The exported function only dispatches (two tail calls, no stack frame: MPICH's
     # objects, libep's own traffic among them, pay one compare); the libep side is a
-    # function of its own.
-    lines = ["static int ep_%s(%s) __attribute__((noinline));" %
-             (name, ", ".join(p.text for p in params)),
+    # function of its own, ep_<name>, and for a communicator the lookup of a threadcomm's
+    # endpoint (or of a handle that names nothing) is a cold function that tail-calls
+    # into the same body: the common path keeps its arguments in their registers.  The
+    # error paths find the record again from the handle (out of line): only the handle
+    # stays live across the EP_ call.
+    plist = ", ".join(p.text for p in params)
+    args = args_of(params)
+    lines = ["static int ep_%s(%s) __attribute__((noinline));" % (name, plist),
              "extern \"C\" %s {" % sig(name, params),
              "  if (!ep::mpi::is_kind<ep::mpi::Kind::%s>(%s)) return P%s(%s);" %
-             (dkind, d.name, name, args_of(params)),
-             "  return ep_%s(%s);" % (name, args_of(params)),
-             "}",
-             "static int ep_%s(%s) {" % (name, ", ".join(p.text for p in params))]
+             (dkind, d.name, name, args),
+             "  return ep_%s(%s);" % (name, args),
+             "}"]
     q = '"%s"' % name
-    if dkind != "kRequest":
-        lines.append("  int err_ = MPI_SUCCESS;")
     if dkind == "kComm":
-        obj, raise_, raise_cls = "e_", "ep::mpi::raise(e_, ", "ep::mpi::raise_class(e_, "
-        lines.append("  ep::mpi::Comm* e_ = ep::mpi::endpoint(%s, %s, &err_);" % (d.name, q))
-        lines.append("  if (e_ == nullptr) return err_;")
+        lines += ["static inline __attribute__((always_inline)) int on_%s(ep::mpi::Comm* e_, %s);"
+                  % (name, plist),
+                  "static int slow_%s(%s) __attribute__((noinline, cold));" % (name, plist),
+                  "static int ep_%s(%s) {" % (name, plist),
+                  "  ep::mpi::Comm* e_ = ep::mpi::endpoint_fast(%s);" % d.name,
+                  "  if (e_ == nullptr) return slow_%s(%s);" % (name, args),
+                  "  return on_%s(e_, %s);" % (name, args),
+                  "}",
+                  "static int slow_%s(%s) {" % (name, plist),
+                  "  ep::mpi::Comm* e_ = ep::mpi::endpoint_bound(%s);" % d.name,
+                  "  if (e_ == nullptr) return ep::mpi::no_endpoint(%s, %s);" % (d.name, q),
+                  "  return on_%s(e_, %s);" % (name, args),
+                  "}",
+                  "static inline int on_%s(ep::mpi::Comm* e_, %s) {" % (name, plist)]
+    else:
+        lines.append("static int ep_%s(%s) {" % (name, plist))
+    if dkind != "kRequest":
+        lines.append("  [[maybe_unused]] int err_ = MPI_SUCCESS;")
+    if dkind == "kComm":
+        obj = "e_"
+        raise_ = "ep::mpi::raise_comm(%s, " % d.name
+        raise_cls = "ep::mpi::raise_comm_class(%s, " % d.name
     elif dkind == "kWin":
-        obj, raise_, raise_cls = "w_", "ep::mpi::raise_win(w_, ", "ep::mpi::raise_win_class(w_, "
-        lines.append("  ep::mpi::Win* w_ = ep::mpi::window(%s, %s, &err_);" % (d.name, q))
-        lines.append("  if (w_ == nullptr) return err_;")
+        obj = "w_"
+        raise_ = "ep::mpi::raise_win_handle(%s, " % d.name
+        raise_cls = "ep::mpi::raise_win_handle_class(%s, " % d.name
+        lines.append("  ep::mpi::Win* w_ = ep::mpi::window_fast(%s);" % d.name)
+        lines.append("  if (w_ == nullptr) return ep::mpi::no_window(%s, %s);" % (d.name, q))
     else:
         obj = "r_"
         lines.append("  EP_Request r_ = ep::mpi::request_of(%s);" % d.name)

@@ -178,6 +178,25 @@ inline Comm* endpoint(int h, const char* call, int* err) {
   return endpoint_slow(c, h, call, err);
 }
 
+// The generated wrappers' lookups: the record of a plain endpoint handle (null for a
+// threadcomm's handle or a handle that names nothing), the calling thread's endpoint of
+// a threadcomm handle (null if none), and the error of a handle with no endpoint here.
+inline Comm* endpoint_fast(int h) {
+  Comm* c = static_cast<Comm*>(table(Kind::kComm).get(h));
+  return c != nullptr && c->tc == nullptr ? c : nullptr;
+}
+Comm* endpoint_bound(int h);
+int no_endpoint(int h, const char* call);
+inline Win* window_fast(int h) { return static_cast<Win*>(table(Kind::kWin).get(h)); }
+int no_window(int h, const char* call);
+// raise/raise_class/raise_win/raise_win_class from the handle (the record looked up again).
+int raise_comm(int h, int ep_code, const char* call);
+int raise_comm_class(int h, int cls, const char* call, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int raise_win_handle(int h, int ep_code, const char* call);
+int raise_win_handle_class(int h, int cls, const char* call, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 // The shared or endpoint record of h, without binding (calls a threadcomm answers
 // outside its regions: size, names, error handlers, attributes of the shared record);
 // null with *err set when h names nothing.

@@ -3,6 +3,8 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <vector>
 
 #include "ep/ep.h"
@@ -85,6 +87,59 @@ Comm* endpoint_slow(Comm* c, int h, const char* call, int* err) {
                      "MPIX_Threadcomm_start/MPIX_Threadcomm_finish",
                      static_cast<unsigned>(h));
   return nullptr;
+}
+
+Comm* endpoint_bound(int h) {
+  const Comm* c = static_cast<const Comm*>(table(Kind::kComm).get(h));
+  return c != nullptr && c->tc != nullptr ? bound_endpoint(c) : nullptr;
+}
+
+int no_endpoint(int h, const char* call) {
+  int err = MPI_ERR_COMM;
+  endpoint_slow(static_cast<Comm*>(table(Kind::kComm).get(h)), h, call, &err);
+  return err;
+}
+
+int no_window(int h, const char* call) {
+  int err = MPI_ERR_WIN;
+  window(h, call, &err);
+  return err;
+}
+
+int raise_comm(int h, int ep_code, const char* call) {
+  int err = MPI_ERR_COMM;
+  const Comm* c = comm_record(h, call, &err);
+  return c == nullptr ? err : raise(c, ep_code, call);
+}
+
+int raise_comm_class(int h, int cls, const char* call, const char* fmt, ...) {
+  int err = MPI_ERR_COMM;
+  const Comm* c = comm_record(h, call, &err);
+  if (c == nullptr) return err;
+  char text[400];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return raise_class(c, cls, call, "%s", text);
+}
+
+int raise_win_handle(int h, int ep_code, const char* call) {
+  int err = MPI_ERR_WIN;
+  const Win* w = window(h, call, &err);
+  return w == nullptr ? err : raise_win(w, ep_code, call);
+}
+
+int raise_win_handle_class(int h, int cls, const char* call, const char* fmt, ...) {
+  int err = MPI_ERR_WIN;
+  const Win* w = window(h, call, &err);
+  if (w == nullptr) return err;
+  char text[400];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  return raise_win_class(w, cls, call, "%s", text);
 }
 
 Comm* comm_record(int h, const char* call, int* err) {

@@ -478,21 +478,34 @@ int imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MP
 // The libep side of the single-request calls (the MPI_ functions only dispatch: MPICH's
 // requests pay one compare and no stack frame).
 
+// After EP_Wait/EP_Test of request handle h (slot s) failed with rc: the error of the
+// communicator or window it came from; a completed request's handle is released.
+__attribute__((noinline, cold)) int failed_request(MPI_Request* request, Slot* s, EP_Request r,
+                                                   int rc, const char* call) {
+  const int h = *request;
+  const int owner = s->owner.load(std::memory_order_relaxed);  // relaxed: see request_slot
+  if (r == EP_REQUEST_NULL) {
+    release_request(s, h);
+    *request = MPI_REQUEST_NULL;
+  }
+  return raise_owner(owner, rc, call);
+}
+
 __attribute__((noinline)) int ep_wait(MPI_Request* request, MPI_Status* status) {
   const int h = *request;
   Slot* s = request_slot(h);
   if (s == nullptr) return invalid_request(h, "MPI_Wait");
   // relaxed: ordered by request_slot's acquire load.
   EP_Request r = static_cast<EP_Request>(s->obj.load(std::memory_order_relaxed));
-  const int owner = s->owner.load(std::memory_order_relaxed);
   EP_Status es;
   const int rc = EP_Wait(&r, status == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es);
   if (status != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, status);
+  if (rc != EP_SUCCESS) return failed_request(request, s, r, rc, "MPI_Wait");
   if (r == EP_REQUEST_NULL) {
     release_request(s, h);
     *request = MPI_REQUEST_NULL;
   }
-  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Wait");
+  return MPI_SUCCESS;
 }
 
 __attribute__((noinline)) int ep_test(MPI_Request* request, int* flag, MPI_Status* status) {
@@ -501,16 +514,16 @@ __attribute__((noinline)) int ep_test(MPI_Request* request, int* flag, MPI_Statu
   if (s == nullptr) return invalid_request(h, "MPI_Test");
   // relaxed: ordered by request_slot's acquire load.
   EP_Request r = static_cast<EP_Request>(s->obj.load(std::memory_order_relaxed));
-  const int owner = s->owner.load(std::memory_order_relaxed);
-  if (flag == nullptr) return raise_owner(owner, EP_ERR_ARG, "MPI_Test");
+  if (flag == nullptr) return failed_request(request, s, r, EP_ERR_ARG, "MPI_Test");
   EP_Status es;
   const int rc = EP_Test(&r, flag, status == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es);
   if (*flag && status != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, status);
+  if (rc != EP_SUCCESS) return failed_request(request, s, r, rc, "MPI_Test");
   if (r == EP_REQUEST_NULL) {
     release_request(s, h);
     *request = MPI_REQUEST_NULL;
   }
-  return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, "MPI_Test");
+  return MPI_SUCCESS;
 }
 
 __attribute__((noinline)) int ep_request_free(MPI_Request* request) {
