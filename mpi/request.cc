@@ -75,16 +75,22 @@ struct Census {
   int bad = -1;   // index of a libep handle that names nothing
 };
 
-// libep's view of reqs into er (its requests, everything else EP_REQUEST_NULL), and what
-// else the array holds.
-Census view(int n, const MPI_Request* reqs, EP_Request* er) {
+// libep's view of reqs into er (its requests, everything else EP_REQUEST_NULL) and sl
+// (their slots, for settle), and what else the array holds.
+Census view(int n, const MPI_Request* reqs, EP_Request* er, Slot** sl) {
   Census c;
+  Table& t = table(Kind::kRequest);
   for (int i = 0; i < n; ++i) {
     if (is_req(reqs[i])) {
-      er[i] = request_of(reqs[i]);
+      Slot* s = t.slot(index_of(reqs[i]));
+      // acquire: pairs with the release store in Table::make.
+      er[i] =
+          s == nullptr ? nullptr : static_cast<EP_Request>(s->obj.load(std::memory_order_acquire));
+      sl[i] = s;
       if (er[i] == nullptr && c.bad < 0) c.bad = i;
     } else {
       er[i] = EP_REQUEST_NULL;
+      sl[i] = nullptr;
       if (reqs[i] != MPI_REQUEST_NULL) ++c.plain;
     }
   }
@@ -106,9 +112,9 @@ int first_owner(int n, const MPI_Request* reqs) {
 }
 
 // After an EP_ call: libep request i that libep completed (er[i] null) loses its handle.
-void settle(int i, MPI_Request* reqs, const EP_Request* er) {
-  if (is_req(reqs[i]) && er[i] == EP_REQUEST_NULL) {
-    release_request(reqs[i]);
+inline void settle(int i, MPI_Request* reqs, const EP_Request* er, Slot* const* sl) {
+  if (sl[i] != nullptr && er[i] == EP_REQUEST_NULL) {
+    release_request(sl[i], reqs[i]);
     reqs[i] = MPI_REQUEST_NULL;
   }
 }
@@ -152,8 +158,8 @@ thread_local unsigned t_turn = 0;  // which kind Testany/Testsome tries first
 // er: libep's view of reqs (view()); libep completes what it can, settle() releases the
 // handles of what it completed.
 
-int ep_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, bool test, int* flag,
-               const char* call) {
+int ep_waitall(int n, MPI_Request* reqs, EP_Request* er, Slot** sl, MPI_Status* sts, bool test,
+               int* flag, const char* call) {
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
   int f = 1;
@@ -164,14 +170,14 @@ int ep_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, bool t
     const bool filled = rc == EP_SUCCESS || rc == EP_ERR_IN_STATUS;
     for (int i = 0; i < n; ++i) {
       if (esp != nullptr && filled) convert(es[i], &sts[i], rc == EP_ERR_IN_STATUS);
-      settle(i, reqs, er);
+      settle(i, reqs, er, sl);
     }
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
 }
 
-int ep_waitany(int n, MPI_Request* reqs, EP_Request* er, int* index, MPI_Status* st, bool test,
-               int* flag, const char* call) {
+int ep_waitany(int n, MPI_Request* reqs, EP_Request* er, Slot** sl, int* index, MPI_Status* st,
+               bool test, int* flag, const char* call) {
   EP_Status es;
   EP_Status* esp = st == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es;
   int f = 1, idx = MPI_UNDEFINED;
@@ -181,7 +187,7 @@ int ep_waitany(int n, MPI_Request* reqs, EP_Request* er, int* index, MPI_Status*
   int owner = 0;
   if (idx != MPI_UNDEFINED && idx >= 0) {
     if (rc != EP_SUCCESS) owner = request_owner(reqs[idx]);
-    settle(idx, reqs, er);
+    settle(idx, reqs, er, sl);
   } else if (rc != EP_SUCCESS) {
     owner = first_owner(n, reqs);
   }
@@ -189,7 +195,7 @@ int ep_waitany(int n, MPI_Request* reqs, EP_Request* er, int* index, MPI_Status*
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
 }
 
-int ep_waitsome(int n, MPI_Request* reqs, EP_Request* er, int* outcount, int* indices,
+int ep_waitsome(int n, MPI_Request* reqs, EP_Request* er, Slot** sl, int* outcount, int* indices,
                 MPI_Status* sts, bool test, const char* call) {
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
@@ -201,7 +207,7 @@ int ep_waitsome(int n, MPI_Request* reqs, EP_Request* er, int* outcount, int* in
   if (out != MPI_UNDEFINED) {
     for (int k = 0; k < out; ++k) {
       if (esp != nullptr) convert(es[k], &sts[k], rc == EP_ERR_IN_STATUS);
-      settle(indices[k], reqs, er);
+      settle(indices[k], reqs, er, sl);
     }
   }
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
@@ -209,7 +215,8 @@ int ep_waitsome(int n, MPI_Request* reqs, EP_Request* er, int* outcount, int* in
 
 // ---- mixed ----------------------------------------------------------------------------------
 
-int mixed_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, const char* call) {
+int mixed_waitall(int n, MPI_Request* reqs, EP_Request* er, Slot** sl, MPI_Status* sts,
+                  const char* call) {
   Scratch<MPI_Request> pr(n);
   Scratch<MPI_Status> pst(sts == MPI_STATUSES_IGNORE ? 0 : n);
   mpi_view(n, reqs, pr.data());
@@ -228,7 +235,7 @@ int mixed_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, con
         convert(es[i], &sts[i], erc == EP_ERR_IN_STATUS);
         if (in_status && erc != EP_ERR_IN_STATUS) sts[i].MPI_ERROR = MPI_SUCCESS;
       }
-      settle(i, reqs, er);
+      settle(i, reqs, er, sl);
     } else {
       reqs[i] = pr[i];
       if (sts != MPI_STATUSES_IGNORE) {
@@ -240,23 +247,22 @@ int mixed_waitall(int n, MPI_Request* reqs, EP_Request* er, MPI_Status* sts, con
   if (erc != EP_SUCCESS && erc != EP_ERR_IN_STATUS) return raise_owner(owner, erc, call);
   if (prc != MPI_SUCCESS && pcls != MPI_ERR_IN_STATUS) return prc;
   if (in_status) {
-    return erc == EP_ERR_IN_STATUS ? raise_owner(owner, erc, call) : MPI_ERR_IN_STATUS;
+    return erc == EP_ERR_IN_STATUS ? raise_owner(owner, erc, call) : prc;
   }
   return MPI_SUCCESS;
 }
 
-int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, int* flag, MPI_Status* sts,
+int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, Slot** sl, int* flag, MPI_Status* sts,
                   const char* call) {
   // libep's side first, without completing anything.
   for (int i = 0; i < n; ++i) {
     if (er[i] == EP_REQUEST_NULL) continue;
     int f = 0;
     const int rc = EP_Request_get_status(er[i], &f, EP_STATUS_IGNORE);
+    if (f) continue;  // complete (rc: a failed generalized request's code, for EP_Testall)
     if (rc != EP_SUCCESS) return raise_owner(request_owner(reqs[i]), rc, call);
-    if (!f) {
-      *flag = 0;
-      return MPI_SUCCESS;
-    }
+    *flag = 0;
+    return MPI_SUCCESS;
   }
   // MPICH's: PMPI_Testall completes its own only if all of them are complete.
   Scratch<MPI_Request> pr(n);
@@ -265,14 +271,22 @@ int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, int* flag, MPI_Statu
   int pf = 0;
   const int prc = PMPI_Testall(n, pr.data(), &pf,
                                sts == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : pst.data());
-  if (!pf && prc == MPI_SUCCESS) {
+  const int pcls = mpi_class(prc);
+  if (!pf || (prc != MPI_SUCCESS && pcls != MPI_ERR_IN_STATUS)) {
+    // Not all complete (or MPICH failed outright): libep's stay as they are; MPICH's are
+    // as PMPI_Testall left them, libep's statuses pending if MPICH reported in statuses.
+    for (int i = 0; i < n; ++i) {
+      if (is_req(reqs[i])) {
+        if (sts != MPI_STATUSES_IGNORE && pcls == MPI_ERR_IN_STATUS) {
+          sts[i].MPI_ERROR = MPI_ERR_PENDING;
+        }
+        continue;
+      }
+      reqs[i] = pr[i];
+      if (sts != MPI_STATUSES_IGNORE && prc != MPI_SUCCESS) sts[i] = pst[i];
+    }
     *flag = 0;
-    return MPI_SUCCESS;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (is_req(reqs[i])) continue;
-    reqs[i] = pr[i];
-    if (sts != MPI_STATUSES_IGNORE) sts[i] = pst[i];
+    return prc;
   }
   // libep's are complete: EP_Testall completes them all now.
   Scratch<EP_Status> es(sts == MPI_STATUSES_IGNORE ? 0 : n);
@@ -280,14 +294,28 @@ int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, int* flag, MPI_Statu
   EP_Status* esp = sts == MPI_STATUSES_IGNORE ? EP_STATUSES_IGNORE : es.data();
   int ef = 0;
   const int erc = EP_Testall(n, er, &ef, esp);
+  const bool in_status = erc == EP_ERR_IN_STATUS || pcls == MPI_ERR_IN_STATUS;
   for (int i = 0; i < n; ++i) {
-    if (!is_req(reqs[i])) continue;
-    if (esp != nullptr) convert(es[i], &sts[i], erc == EP_ERR_IN_STATUS);
-    settle(i, reqs, er);
+    if (is_req(reqs[i])) {
+      if (esp != nullptr) {
+        convert(es[i], &sts[i], erc == EP_ERR_IN_STATUS);
+        if (in_status && erc != EP_ERR_IN_STATUS) sts[i].MPI_ERROR = MPI_SUCCESS;
+      }
+      settle(i, reqs, er, sl);
+    } else {
+      reqs[i] = pr[i];
+      if (sts != MPI_STATUSES_IGNORE) {
+        sts[i] = pst[i];
+        if (in_status && pcls != MPI_ERR_IN_STATUS) sts[i].MPI_ERROR = MPI_SUCCESS;
+      }
+    }
   }
   *flag = 1;
-  if (erc != EP_SUCCESS) return raise_owner(owner, erc, call);
-  return prc;
+  if (erc != EP_SUCCESS && erc != EP_ERR_IN_STATUS) return raise_owner(owner, erc, call);
+  if (in_status) {
+    return erc == EP_ERR_IN_STATUS ? raise_owner(owner, erc, call) : prc;
+  }
+  return MPI_SUCCESS;
 }
 
 // One round of Testany over both kinds: *flag when it returned an index or found every
@@ -295,7 +323,8 @@ int mixed_testall(int n, MPI_Request* reqs, EP_Request* er, int* flag, MPI_Statu
 int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* st,
                   const char* call) {
   Scratch<EP_Request> er(n);
-  view(n, reqs, er.data());
+  Scratch<Slot*> sl(n);
+  view(n, reqs, er.data(), sl.data());
   Scratch<MPI_Request> pr(n);
   mpi_view(n, reqs, pr.data());
   bool ep_idle = false, mpi_idle = false;
@@ -308,7 +337,7 @@ int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* s
           EP_Testany(n, er.data(), &idx, &f, st == MPI_STATUS_IGNORE ? EP_STATUS_IGNORE : &es);
       if (f && idx != MPI_UNDEFINED) {
         const int owner = request_owner(reqs[idx]);
-        settle(idx, reqs, er.data());
+        settle(idx, reqs, er.data(), sl.data());
         if (st != MPI_STATUS_IGNORE && completed(rc)) to_mpi(es, st);
         *index = idx;
         *flag = 1;
@@ -342,7 +371,8 @@ int mixed_testany(int n, MPI_Request* reqs, int* index, int* flag, MPI_Status* s
 int mixed_testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_Status* sts,
                    const char* call) {
   Scratch<EP_Request> er(n);
-  view(n, reqs, er.data());
+  Scratch<Slot*> sl(n);
+  view(n, reqs, er.data(), sl.data());
   Scratch<MPI_Request> pr(n);
   mpi_view(n, reqs, pr.data());
   Scratch<int> eidx(n), pidx(n);
@@ -369,7 +399,7 @@ int mixed_testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_St
         convert(es[k], &sts[out], erc == EP_ERR_IN_STATUS);
         if (in_status && erc != EP_ERR_IN_STATUS) sts[out].MPI_ERROR = MPI_SUCCESS;
       }
-      settle(i, reqs, er.data());
+      settle(i, reqs, er.data(), sl.data());
       ++out;
     }
   }
@@ -388,7 +418,7 @@ int mixed_testsome(int n, MPI_Request* reqs, int* outcount, int* indices, MPI_St
   *outcount = out;
   if (erc != EP_SUCCESS && erc != EP_ERR_IN_STATUS) return raise_owner(owner, erc, call);
   if (prc != MPI_SUCCESS && pcls != MPI_ERR_IN_STATUS) return prc;
-  if (in_status) return erc == EP_ERR_IN_STATUS ? raise_owner(owner, erc, call) : MPI_ERR_IN_STATUS;
+  if (in_status) return erc == EP_ERR_IN_STATUS ? raise_owner(owner, erc, call) : prc;
   return MPI_SUCCESS;
 }
 
@@ -557,32 +587,37 @@ __attribute__((noinline)) int ep_start(MPI_Request* request) {
 __attribute__((noinline)) int ep_waitall_call(int count, MPI_Request requests[],
                                               MPI_Status statuses[]) {
   Scratch<EP_Request> er(count);
-  const Census c = view(count, requests, er.data());
+  Scratch<Slot*> sl(count);
+  const Census c = view(count, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitall");
   if (c.plain == 0) {
-    return ep_waitall(count, requests, er.data(), statuses, false, nullptr, "MPI_Waitall");
+    return ep_waitall(count, requests, er.data(), sl.data(), statuses, false, nullptr,
+                      "MPI_Waitall");
   }
-  return mixed_waitall(count, requests, er.data(), statuses, "MPI_Waitall");
+  return mixed_waitall(count, requests, er.data(), sl.data(), statuses, "MPI_Waitall");
 }
 
 __attribute__((noinline)) int ep_testall_call(int count, MPI_Request requests[], int* flag,
                                               MPI_Status statuses[]) {
   Scratch<EP_Request> er(count);
-  const Census c = view(count, requests, er.data());
+  Scratch<Slot*> sl(count);
+  const Census c = view(count, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testall");
   if (c.plain == 0) {
-    return ep_waitall(count, requests, er.data(), statuses, true, flag, "MPI_Testall");
+    return ep_waitall(count, requests, er.data(), sl.data(), statuses, true, flag, "MPI_Testall");
   }
-  return mixed_testall(count, requests, er.data(), flag, statuses, "MPI_Testall");
+  return mixed_testall(count, requests, er.data(), sl.data(), flag, statuses, "MPI_Testall");
 }
 
 __attribute__((noinline)) int ep_waitany_call(int count, MPI_Request requests[], int* index,
                                               MPI_Status* status) {
   Scratch<EP_Request> er(count);
-  const Census c = view(count, requests, er.data());
+  Scratch<Slot*> sl(count);
+  const Census c = view(count, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitany");
   if (c.plain == 0) {
-    return ep_waitany(count, requests, er.data(), index, status, false, nullptr, "MPI_Waitany");
+    return ep_waitany(count, requests, er.data(), sl.data(), index, status, false, nullptr,
+                      "MPI_Waitany");
   }
   Backoff backoff;
   for (;;) {
@@ -596,10 +631,12 @@ __attribute__((noinline)) int ep_waitany_call(int count, MPI_Request requests[],
 __attribute__((noinline)) int ep_testany_call(int count, MPI_Request requests[], int* index,
                                               int* flag, MPI_Status* status) {
   Scratch<EP_Request> er(count);
-  const Census c = view(count, requests, er.data());
+  Scratch<Slot*> sl(count);
+  const Census c = view(count, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testany");
   if (c.plain == 0) {
-    return ep_waitany(count, requests, er.data(), index, status, true, flag, "MPI_Testany");
+    return ep_waitany(count, requests, er.data(), sl.data(), index, status, true, flag,
+                      "MPI_Testany");
   }
   return mixed_testany(count, requests, index, flag, status, "MPI_Testany");
 }
@@ -607,10 +644,11 @@ __attribute__((noinline)) int ep_testany_call(int count, MPI_Request requests[],
 __attribute__((noinline)) int ep_waitsome_call(int incount, MPI_Request requests[], int* outcount,
                                                int indices[], MPI_Status statuses[]) {
   Scratch<EP_Request> er(incount);
-  const Census c = view(incount, requests, er.data());
+  Scratch<Slot*> sl(incount);
+  const Census c = view(incount, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Waitsome");
   if (c.plain == 0) {
-    return ep_waitsome(incount, requests, er.data(), outcount, indices, statuses, false,
+    return ep_waitsome(incount, requests, er.data(), sl.data(), outcount, indices, statuses, false,
                        "MPI_Waitsome");
   }
   Backoff backoff;
@@ -624,10 +662,11 @@ __attribute__((noinline)) int ep_waitsome_call(int incount, MPI_Request requests
 __attribute__((noinline)) int ep_testsome_call(int incount, MPI_Request requests[], int* outcount,
                                                int indices[], MPI_Status statuses[]) {
   Scratch<EP_Request> er(incount);
-  const Census c = view(incount, requests, er.data());
+  Scratch<Slot*> sl(incount);
+  const Census c = view(incount, requests, er.data(), sl.data());
   if (c.bad >= 0) return invalid_request(requests[c.bad], "MPI_Testsome");
   if (c.plain == 0) {
-    return ep_waitsome(incount, requests, er.data(), outcount, indices, statuses, true,
+    return ep_waitsome(incount, requests, er.data(), sl.data(), outcount, indices, statuses, true,
                        "MPI_Testsome");
   }
   return mixed_testsome(incount, requests, outcount, indices, statuses, "MPI_Testsome");

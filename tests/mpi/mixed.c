@@ -1,8 +1,11 @@
 /*
  * mixed.c - requests of MPI_COMM_WORLD and of endpoints in one array: MPI_Waitall,
- * MPI_Waitany, MPI_Waitsome, MPI_Testall and MPI_Testany over both kinds at once (and
- * null handles), and generalized requests completed by another thread while one waits,
- * alone and next to endpoint requests, with the status their query function sets.
+ * MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany and MPI_Testsome over both kinds at
+ * once (and null handles); a request that fails among them (a generalized request whose
+ * query function returns an error): MPI_ERR_IN_STATUS, its class in its status and
+ * MPI_SUCCESS in the others'; and generalized requests completed by another thread while
+ * one waits, alone and next to endpoint requests, with the status their query function
+ * sets.
  */
 #include <pthread.h>
 #include <unistd.h>
@@ -27,7 +30,7 @@ static void exchange(MPI_Comm c, int thread, int round) {
   OK(MPI_Isend(&eout, 1, MPI_INT, right, 7, c, &rq[4]));
   MPI_Status st[5];
   int done = 0;
-  switch (round % 5) {
+  switch (round % 6) {
     case 0:
       OK(MPI_Waitall(5, rq, st));
       CHECK(st[0].MPI_SOURCE == wleft && st[1].MPI_SOURCE == left, "waitall sources %d %d",
@@ -75,6 +78,25 @@ static void exchange(MPI_Comm c, int thread, int round) {
       for (int i = 0; i < 5; ++i) CHECK(rq[i] == MPI_REQUEST_NULL, "testall left %d", i);
       break;
     }
+    case 4:
+      while (done < 4) {
+        int out = 0, idx[5];
+        OK(MPI_Testsome(5, rq, &out, idx, st));
+        CHECK(out != MPI_UNDEFINED, "testsome: all inactive too early");
+        for (int k = 0; k < out; ++k) {
+          CHECK(rq[idx[k]] == MPI_REQUEST_NULL, "testsome left %d", idx[k]);
+          if (idx[k] == 0) CHECK(st[k].MPI_SOURCE == wleft, "testsome world source");
+          if (idx[k] == 1) CHECK(st[k].MPI_SOURCE == left, "testsome endpoint source");
+        }
+        done += out;
+        if (out == 0) usleep(50);
+      }
+      {
+        int out = 0, idx[5];
+        OK(MPI_Testsome(5, rq, &out, idx, st));
+        CHECK(out == MPI_UNDEFINED, "testsome on nulls gave %d", out);
+      }
+      break;
     default:
       while (done < 4) {
         int flag = 0, idx = -1;
@@ -158,8 +180,134 @@ static void grequests(MPI_Comm c) {
   CHECK(count == 5 && h.freed && in == (r + n - 1) % n, "grequest in waitall: %d %d", count, in);
 }
 
+/* ---- a failed request among others: MPI_ERR_IN_STATUS ---------------------------------- */
+
+static int greq_query_fail(void *extra, MPI_Status *status) {
+  (void)extra;
+  MPI_Status_set_elements(status, MPI_INT, 0);
+  MPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_UNDEFINED;
+  status->MPI_TAG = MPI_UNDEFINED;
+  return MPI_ERR_OTHER;
+}
+
+static int greq_free_none(void *extra) {
+  (void)extra;
+  return MPI_SUCCESS;
+}
+
+static int class_of(int code) {
+  int cls = code;
+  if (code != MPI_SUCCESS) OK(MPI_Error_class(code, &cls));
+  return cls;
+}
+
+enum { kFailed = 2, kReqs = 5 };
+
+/* rq: a world receive and send (to this process), an endpoint receive and send (around the
+ * ring) and, at kFailed, a generalized request that is complete and fails. */
+static void failing_array(MPI_Comm c, int thread, int *bufs, MPI_Request *rq) {
+  int r, n;
+  OK(MPI_Comm_rank(c, &r));
+  OK(MPI_Comm_size(c, &n));
+  bufs[0] = bufs[1] = -1;
+  bufs[2] = r;
+  bufs[3] = world_rank();
+  OK(MPI_Irecv(&bufs[0], 1, MPI_INT, world_rank(), 3000 + thread, MPI_COMM_WORLD, &rq[0]));
+  OK(MPI_Irecv(&bufs[1], 1, MPI_INT, (r + n - 1) % n, 11, c, &rq[1]));
+  OK(MPI_Grequest_start(greq_query_fail, greq_free_none, greq_cancel, NULL, &rq[kFailed]));
+  OK(MPI_Grequest_complete(rq[kFailed]));
+  OK(MPI_Isend(&bufs[2], 1, MPI_INT, (r + 1) % n, 11, c, &rq[3]));
+  OK(MPI_Isend(&bufs[3], 1, MPI_INT, world_rank(), 3000 + thread, MPI_COMM_WORLD, &rq[4]));
+}
+
+/* Status st of request i after a call that returned rc: the failed request fails with its
+ * class and is freed; with MPI_ERR_IN_STATUS the others completed (MPI_SUCCESS, freed) or,
+ * as MPI allows, did not (MPI_ERR_PENDING, still active). */
+static void check_status(const char *call, int rc, int i, const MPI_Status *st,
+                         const MPI_Request *rq) {
+  if (i == kFailed) {
+    CHECK(class_of(rc) == MPI_ERR_IN_STATUS, "%s returned class %d with the failed request",
+          call, class_of(rc));
+    CHECK(class_of(st->MPI_ERROR) == MPI_ERR_OTHER, "%s: failed request's status class %d",
+          call, class_of(st->MPI_ERROR));
+    CHECK(rq[i] == MPI_REQUEST_NULL, "%s: the failed request is still active", call);
+  } else if (rc != MPI_SUCCESS) {
+    CHECK(class_of(rc) == MPI_ERR_IN_STATUS, "%s returned class %d", call, class_of(rc));
+    const int pending = class_of(st->MPI_ERROR) == MPI_ERR_PENDING;
+    CHECK(st->MPI_ERROR == MPI_SUCCESS || pending, "%s: request %d's status error %d", call, i,
+          st->MPI_ERROR);
+    CHECK(pending == (rq[i] != MPI_REQUEST_NULL), "%s: request %d pending %d, handle %s", call,
+          i, pending, rq[i] == MPI_REQUEST_NULL ? "null" : "active");
+  } else {
+    CHECK(rq[i] == MPI_REQUEST_NULL, "%s: request %d still active", call, i);
+  }
+}
+
+static void failing(MPI_Comm c, int thread) {
+  int r, n, bufs[4];
+  OK(MPI_Comm_rank(c, &r));
+  OK(MPI_Comm_size(c, &n));
+  MPI_Request rq[kReqs];
+  MPI_Status st[kReqs];
+  for (int round = 0; round < 4; ++round) {
+    failing_array(c, thread, bufs, rq);
+    int rc = MPI_SUCCESS, seen_failed = 0;
+    const char *call = "";
+    switch (round) {
+      case 0:
+        call = "MPI_Waitall";
+        rc = MPI_Waitall(kReqs, rq, st);
+        for (int i = 0; i < kReqs; ++i) check_status(call, rc, i, &st[i], rq);
+        seen_failed = 1;
+        break;
+      case 1: {
+        call = "MPI_Testall";
+        int flag = 0;
+        while (!flag) {
+          rc = MPI_Testall(kReqs, rq, &flag, st);
+          if (rc != MPI_SUCCESS) break;
+          if (!flag) {
+            CHECK(rq[kFailed] != MPI_REQUEST_NULL, "testall freed the failed request early");
+            usleep(50);
+          }
+        }
+        for (int i = 0; i < kReqs; ++i) check_status(call, rc, i, &st[i], rq);
+        seen_failed = 1;
+        break;
+      }
+      default: {
+        call = round == 2 ? "MPI_Waitsome" : "MPI_Testsome";
+        int done = 0;
+        while (done < kReqs) {
+          int out = 0, idx[kReqs];
+          rc = round == 2 ? MPI_Waitsome(kReqs, rq, &out, idx, st)
+                          : MPI_Testsome(kReqs, rq, &out, idx, st);
+          CHECK(out != MPI_UNDEFINED, "%s: all inactive after %d", call, done);
+          int failed_here = 0;
+          for (int k = 0; k < out; ++k) {
+            check_status(call, rc, idx[k], &st[k], rq);
+            if (idx[k] == kFailed) failed_here = seen_failed = 1;
+            if (rq[idx[k]] == MPI_REQUEST_NULL) ++done;
+          }
+          if (!failed_here) CHECK(rc == MPI_SUCCESS, "%s: %d without the failed request", call, rc);
+          if (out == 0) usleep(50);
+        }
+        break;
+      }
+    }
+    CHECK(seen_failed, "%s never completed the failed request", call);
+    /* What MPI left pending completes now. */
+    OK(MPI_Waitall(kReqs, rq, MPI_STATUSES_IGNORE));
+    CHECK(bufs[0] == world_rank() && bufs[1] == (r + n - 1) % n, "%s: data %d %d", call, bufs[0],
+          bufs[1]);
+  }
+}
+
 static void body(MPI_Comm c, int thread) {
-  for (int round = 0; round < 10; ++round) exchange(c, thread, round);
+  for (int round = 0; round < 12; ++round) exchange(c, thread, round);
+  OK(MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN));
+  failing(c, thread);
   grequests(c);
 }
 
@@ -167,6 +315,8 @@ int main(int argc, char **argv) {
   start(&argc, &argv);
   const int nt = my_threads();
   MPI_Comm comms[3];
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
   make_comms(nt, comms);
   run_threads(nt, comms, body);
   for (int i = 0; i < nt; ++i) OK(MPI_Comm_free(&comms[i]));
