@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "collectives/coll.h"
 #include "collectives/engine.h"
 #include "ep/ep.h"
@@ -59,11 +60,11 @@ int EP_Query_thread(int* provided) {
 int EP_Is_thread_main(int* flag) {
   EP_CHECK_INIT("EP_Is_thread_main");
   if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Is_thread_main", "flag is NULL");
-  MPI_Is_thread_main(flag);
+  EP_MPI(MPI_Is_thread_main(flag));
   return EP_SUCCESS;
 }
 
-double EP_Wtime(void) { return MPI_Wtime(); }
+double EP_Wtime(void) { return EP_MPI(MPI_Wtime()); }
 
 int EP_Error_string(int code, char* string, int* resultlen) {
   if (string == nullptr || resultlen == nullptr) {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/mpi_calls.h"
 #include "progress/fast_tls.h"
 #include "runtime/bsend.h"
 #include "runtime/error.h"
@@ -310,11 +311,11 @@ void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall
   } else if (kind == RequestKind::kRecv || kind == RequestKind::kDrain) {
     if (drain_buf != nullptr) {
       // Truncated rendezvous: the whole payload arrived in drain_buf; keep the prefix.
-      unpack(drain_buf, drain_bytes, buf, count, type, ti);
+      unpack(drain_buf, drain_bytes, buf, count, ti);
       status.ep_bytes_ = ti.size * count < drain_bytes ? ti.size * count : drain_bytes;
     } else {
       MPI_Count n = 0;
-      MPI_Get_elements_x(&st, MPI_BYTE, &n);
+      EP_MPI(MPI_Get_elements_x(&st, MPI_BYTE, &n));
       status.ep_bytes_ = n;
     }
   }
@@ -324,7 +325,7 @@ void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall
 int report_mpi_failure(const Request* r, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  MPI_Error_string(r->mpi_error, text, &len);
+  EP_MPI(MPI_Error_string(r->mpi_error, text, &len));
   return fail(r->status.EP_ERROR, call, "%s failed: %s", progress::mpi_call_name(r->mpi_call),
               text);
 }

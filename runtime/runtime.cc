@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "progress/affinity.h"
 #include "runtime/datatype.h"
@@ -148,6 +149,7 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
 }
 
 const progress::Stats& engine_stats() { return engine().stats(); }
+uint64_t mpi_calls_outside_engine() { return ep::mpi_calls_outside_engine(); }
 void inject_mpi_failure(progress::MpiCall call, int n) { engine().inject_failure(call, n); }
 
 namespace {
@@ -157,8 +159,8 @@ namespace {
 void warn_shared_cpu(int world_rank, bool unpinned) {
   const int alone = unpinned && progress::thread_cpus(pthread_self()).size() == 1 ? 1 : 0;
   int count = 0, size = 1;
-  MPI_Allreduce(&alone, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EP_MPI(MPI_Allreduce(&alone, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  EP_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (world_rank == 0 && count > 0) {
     std::fprintf(stderr,
                  "libep: warning: %d of %d process(es) are bound to a single CPU and "
@@ -172,14 +174,14 @@ void warn_shared_cpu(int world_rank, bool unpinned) {
 
 int runtime_init() {
   int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
+  EP_MPI(MPI_Initialized(&init));
+  EP_MPI(MPI_Finalized(&fin));
   if (!init || fin) {
     return fail(EP_ERR_NOT_INITIALIZED, "EP_Init",
                 "MPI is not initialized (call MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
   }
   int provided = 0;
-  MPI_Query_thread(&provided);
+  EP_MPI(MPI_Query_thread(&provided));
   if (provided != MPI_THREAD_MULTIPLE) {
     return fail(EP_ERR_THREAD_LEVEL, "EP_Init",
                 "MPI provides thread level %d, libep needs MPI_THREAD_MULTIPLE (%d)", provided,
@@ -191,12 +193,13 @@ int runtime_init() {
   if (!parse_config(&rt->config, &error, &warnings)) {
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
   }
-  MPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank);
+  EP_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank));
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &rt->local_proc_index);
-  MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node);
-  MPI_Comm_free(&node);
+  EP_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL,
+                             &node));
+  EP_MPI(MPI_Comm_rank(node, &rt->local_proc_index));
+  EP_MPI(MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node));
+  EP_MPI(MPI_Comm_free(&node));
   if (rt->world_rank == 0) {
     for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
   }
@@ -233,7 +236,7 @@ int runtime_finalize() {
   // Every process has finished its own communication when it gets here; the
   // barrier makes sure no peer still sends to us before the engine stops.
   MPI_Request barrier = MPI_REQUEST_NULL;
-  MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+  EP_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
   wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
   engine().stop();
   if (rt->config.stats) {
@@ -245,7 +248,7 @@ int runtime_finalize() {
         "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu\n",
+        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -254,7 +257,8 @@ int runtime_finalize() {
         (unsigned long long)s.data_received.load(), (unsigned long long)s.loops.load(),
         (unsigned long long)s.sleeps.load(),
         (unsigned long long)(c.dropped_packets.load() + s.packets_dropped.load()),
-        (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups());
+        (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
+        (unsigned long long)mpi_calls_outside_engine());
   }
   comm_free_all();
   datatype_finalize();

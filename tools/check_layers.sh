@@ -15,6 +15,8 @@
 #      layer (`namespace ep::runtime` in api/) and defines no `ep::<layer>::name(...)`
 #      of another layer, so whatever a layer's header declares is implemented in that
 #      layer (or inline in the header), and a lower layer never needs a higher one to link.
+#   6. outside progress, every MPI call is counted: written EP_MPI(MPI_Xxx(...))
+#      (base/mpi_calls.h; EP_STATS and the tests read the count).
 # Prints every violation; exits 1 if there is one.  Run by tools/test.sh.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -54,6 +56,15 @@ for pkg in "${!layer[@]}"; do
         report "$file includes $inc: only runtime reaches the progress engine"
       fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file")
+    if [[ $pkg != progress && $pkg != base && $file != api/include/* ]]; then
+      # A call is MPI_ and a capitalized word then '('; types (MPI_Aint(...)) are not calls.
+      if sed -E 's://.*$::' "$file" |
+        grep -E '\bMPI_[A-Z][a-z_]*\(' |
+        grep -Ev '\bMPI_(Aint|Count|Offset|Datatype|Comm|Op|Request|Status|Info|Group|Win|Errhandler|Fint|Message|File)\(' |
+        grep -Evq 'EP_MPI\(MPI_[A-Z][a-z_]*\(' ; then
+        report "$file calls MPI without EP_MPI (base/mpi_calls.h): $(sed -E 's://.*$::' "$file" | grep -nE '\bMPI_[A-Z][a-z_]*\(' | grep -v 'EP_MPI(' | head -1)"
+      fi
+    fi
     if [[ $pkg != progress && $pkg != runtime ]]; then
       # Code only (comments may name them): strip // comments first.
       if sed -E 's://.*$::' "$file" | grep -Eq '\bprogress::|\bruntime::engine\(|\bengine\(\)\.'; then

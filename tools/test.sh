@@ -5,7 +5,7 @@
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
-#   4. bazel test --config=asan //tests/api:fuzz_test              (the API fuzzer under ASAN)
+#   4. bazel test --config=asanubsan //...                         (everything under ASAN+UBSAN)
 # Prints a final line "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 
@@ -62,7 +62,7 @@ run_step() {
 run_step all no test "${bazel_flags[@]}" //...
 run_step tsan_stress yes test "${bazel_flags[@]}" --config=tsan --test_tag_filters=stress \
   --build_tests_only //...
-run_step asan_fuzz no test "${bazel_flags[@]}" --config=asan //tests/api:fuzz_test
+run_step asanubsan no test "${bazel_flags[@]}" --config=asanubsan --build_tests_only //...
 
 failed=$((failed + layers_failed))
 [[ $failed -gt 0 ]] && status=1

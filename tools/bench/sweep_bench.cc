@@ -2,7 +2,7 @@
 // data of tools/bench/report.sh's plots.
 //
 //   mpiexec -n 2 sweep_bench [--min-bytes N] [--max-bytes N] [--factor F] [--reps N]
-//                            [--rep-seconds S] [--pairs LIST] [--phases pr]
+//                            [--rep-seconds S] [--pairs LIST] [--phases pr] [--vector 0|1]
 //
 // p. Ping-pong over message sizes --min-bytes, x --factor, ... up to --max-bytes
 //    (default 8 B to 4 MiB, powers of 2), three series measured in turn for every size
@@ -11,6 +11,9 @@
 //      ep_inter  endpoint 0 of each of the 2 processes (1 endpoint per process);
 //      mpi       MPI_Send / MPI_Recv between MPI ranks 0 and 1 on a dup of
 //                MPI_COMM_WORLD, after EP_Init with libep's progress threads idle.
+//      ep_intra_vec  (--vector 1) ep_intra with a derived datatype: every message is
+//                one MPI_Type_vector(BYTES/8, 1, 2, MPI_DOUBLE), every other double of
+//                a buffer twice the size (BYTES is the data moved, as in ep_intra).
 //    Plain MPI has no in-process counterpart of ep_intra that is safe here (two threads
 //    of one process on MPI_COMM_SELF can hang Debian's MPICH), so `mpi` is the baseline
 //    of both libep series: 2 MPI processes on one node.
@@ -118,6 +121,52 @@ Measure ep_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, const Budg
       });
 }
 
+// ep_pingpong with one `vec` per message: the data is every other double of a buffer of
+// 2 * bytes; the gaps are never sent, so the receiver's stay 0.
+Measure ep_vec_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, MPI_Datatype vec,
+                        const Budget& b) {
+  const size_t n = bytes / sizeof(double);
+  std::vector<double> buf(2 * n, 0.0);
+  double pattern;
+  std::memset(&pattern, kPattern, sizeof pattern);
+  if (first) {
+    for (size_t i = 0; i < n; ++i) buf[2 * i] = pattern;
+  }
+  auto* p = reinterpret_cast<unsigned char*>(buf.data());
+  auto check = [&] {
+    for (size_t i = 1; i < n; ++i) {
+      if (std::memcmp(&buf[2 * i], &pattern, sizeof pattern) != 0 || buf[2 * i - 1] != 0.0) {
+        g_checks_ok = false;
+      }
+    }
+  };
+  auto send = [&] { CHECK(EP_Send(p, 1, vec, peer, kTag, comm)); };
+  auto recv = [&] { CHECK(EP_Recv(p, 1, vec, peer, kTag, comm, EP_STATUS_IGNORE)); };
+  if (!first) {
+    for (;;) {
+      recv();
+      send();
+      if (get_flag(p) == 0) {
+        check();
+        return {};
+      }
+    }
+  }
+  double t0 = now_s();
+  for (long i = 0;; ++i) {
+    if (i == b.warm) t0 = now_s();
+    const bool last = is_last(i, t0, b);
+    set_flag(p, last ? 0 : 1);
+    send();
+    recv();
+    if (last) {
+      check();
+      const long timed = i - b.warm + 1;
+      return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
+    }
+  }
+}
+
 Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
   const int n = static_cast<int>(bytes);
   return pingpong_bytes(
@@ -176,6 +225,7 @@ struct Options {
   double rep_seconds = 0.05;
   std::vector<int> pairs = {1, 2, 4};
   std::string phases = "pr";
+  bool vector = false;  // the ep_intra_vec series
   bool has(char p) const { return phases.find(p) != std::string::npos; }
 };
 
@@ -184,14 +234,15 @@ struct Options {
     std::fprintf(
         stderr,
         "usage: mpiexec -n 2 %s [--min-bytes N] [--max-bytes N] [--factor F] [--reps N]\n"
-        "       [--rep-seconds S] [--pairs LIST] [--phases pr]\n"
+        "       [--rep-seconds S] [--pairs LIST] [--phases pr] [--vector 0|1]\n"
         "  --min-bytes N    smallest ping-pong message, >= 8 (default 8)\n"
         "  --max-bytes N    largest ping-pong message, < 2 GiB (default 4194304)\n"
         "  --factor F       size step, 2-1024 (default 2)\n"
         "  --reps N         recorded repetitions per figure (default 5; +1 warm-up)\n"
         "  --rep-seconds S  timed duration of one repetition (default 0.05)\n"
         "  --pairs LIST     stream pairs of the rate phase, e.g. 1,2,4 (default; each 1-16)\n"
-        "  --phases P       p = ping-pong sweep, r = message rate (default pr)\n",
+        "  --phases P       p = ping-pong sweep, r = message rate (default pr)\n"
+        "  --vector 0|1     1: also the ep_intra_vec series (sizes multiples of 8; default 0)\n",
         argv0);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -229,12 +280,15 @@ Options parse(int argc, char** argv) {
       if (o.phases.empty() || o.phases.find_first_not_of("pr") != std::string::npos) {
         usage(argv[0]);
       }
+    } else if (a == "--vector") {
+      o.vector = std::atoi(v) != 0;
     } else {
       usage(argv[0]);
     }
   }
   if (o.min_bytes < 8 || o.max_bytes < o.min_bytes || o.max_bytes >= (1L << 31) || o.factor < 2 ||
-      o.factor > 1024 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty()) {
+      o.factor > 1024 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty() ||
+      (o.vector && (o.min_bytes % 8 != 0 || o.factor % 2 != 0))) {
     usage(argv[0]);
   }
   return o;
@@ -273,7 +327,8 @@ int main(int argc, char** argv) {
 
   std::vector<long> sizes;
   for (long s = opt.min_bytes; s <= opt.max_bytes; s *= opt.factor) sizes.push_back(s);
-  std::vector<Series> ep_intra(sizes.size()), ep_inter(sizes.size()), mpi(sizes.size());
+  std::vector<Series> ep_intra(sizes.size()), ep_inter(sizes.size()), mpi(sizes.size()),
+      ep_intra_vec(sizes.size());
   if (opt.has('p')) {
     EP_Comm intra[2] = {EP_COMM_NULL, EP_COMM_NULL};  // process 0's ranks 0 and 1
     CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, p0 ? 2 : 0, MPI_INFO_NULL, intra));
@@ -299,6 +354,16 @@ int main(int argc, char** argv) {
           Measure mi[2];
           on_threads(2, [&](int i) { mi[i] = ep_pingpong(intra[i], 1 - i, i == 0, bytes, b); });
           if (r > 0) ep_intra[k].add(mi[0], mi[0].value);
+          if (opt.vector) {
+            MPI_Datatype vec;
+            CHECK(MPI_Type_vector(static_cast<int>(bytes / 8), 1, 2, MPI_DOUBLE, &vec));
+            CHECK(MPI_Type_commit(&vec));
+            on_threads(2, [&](int i) {
+              mi[i] = ep_vec_pingpong(intra[i], 1 - i, i == 0, bytes, vec, b);
+            });
+            CHECK(MPI_Type_free(&vec));
+            if (r > 0) ep_intra_vec[k].add(mi[0], mi[0].value);
+          }
         }
       }
     }
@@ -376,8 +441,12 @@ int main(int argc, char** argv) {
       const struct {
         const char* name;
         const Series& s;
-      } rows[] = {{"ep_intra", ep_intra[k]}, {"ep_inter", ep_inter[k]}, {"mpi", mpi[k]}};
+      } rows[] = {{"ep_intra", ep_intra[k]},
+                  {"ep_inter", ep_inter[k]},
+                  {"mpi", mpi[k]},
+                  {"ep_intra_vec", ep_intra_vec[k]}};
       for (const auto& row : rows) {
+        if (row.s.v.empty()) continue;
         print_series("pp", row.name, sizes[k], row.s, 1e6);
         std::printf(" %.6g %ld\n",
                     static_cast<double>(sizes[k]) / median(row.s.v) / (1024.0 * 1024.0),
