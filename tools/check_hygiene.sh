@@ -3,7 +3,7 @@
 #
 # The rules (ROOT defaults to the repository this script is in):
 #   1. No issue numbers: the word "issue" followed by a number (any case; a space, "-",
-#      "_" or "#" may stand between) appears in no file of the library (api base
+#      "_" or "#" may stand between) appears in no file of the library (api base mpi
 #      collectives progress rma runtime), the tools, fortran, examples, cmake, README.md,
 #      or any BUILD.bazel, WORKSPACE or .bazelrc.  History goes in commit messages, docs/.
 #   2. Files are named after what they hold: no source file of those folders is named
@@ -24,7 +24,7 @@ set -uo pipefail
 root=${1:-"$(dirname "${BASH_SOURCE[0]}")/.."}
 cd "$root" || exit 2
 
-readonly kDirs=(api base collectives progress rma runtime tools fortran examples cmake)
+readonly kDirs=(api base collectives mpi progress rma runtime tools fortran examples cmake)
 readonly kMaxReadmeLines=220
 readonly kMaxMeasurementLines=5
 violations=0

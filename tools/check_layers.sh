@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # check_layers.sh - fails when a source file reaches across libep's layers.
 #
-# The layers, bottom up: base -> progress -> runtime -> {collectives, rma} -> api.
+# The layers, bottom up: base -> progress -> runtime -> {collectives, rma} -> api -> mpi.
+# mpi (libep_mpi, the MPI_ names) sits on the public API alone: it includes ep/ep.h, its
+# own headers and <mpi.h>, nothing of the layers below.
 # For every file of those packages:
 #   1. an #include "pkg/..." names its own package or a lower layer (collectives and
 #      rma are peers: neither includes the other);
 #   2. the package's BUILD.bazel depends on that package (a //pkg label in it);
 #   3. progress headers are included only by progress and runtime, and the public header
-#      ep/ep.h only by api: the layers below api use base/types.h;
+#      ep/ep.h only by api and mpi: the layers below api use base/types.h;
 #   4. only progress and runtime name the engine (progress:: or runtime::engine());
 #   5. a file defines only its own layer's functions: it opens no namespace of another
 #      layer (`namespace ep::runtime` in api/) and defines no `ep::<layer>::name(...)`
 #      of another layer, so whatever a layer's header declares is implemented in that
 #      layer (or inline in the header), and a lower layer never needs a higher one to link.
 #   6. outside progress, every MPI call is counted: written EP_MPI(MPI_Xxx(...))
-#      (base/mpi_calls.h; EP_STATS and the tests read the count).
+#      (base/mpi_calls.h; EP_STATS and the tests read the count).  mpi is exempt: it
+#      defines the application's MPI_ functions and hands what is not libep's to PMPI_
+#      (the application's calls, not libep's), and reaches nothing below the public API.
 # Prints every violation; exits 1 if there is one.  Run by tools/test.sh.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
-declare -A layer=([base]=0 [progress]=1 [runtime]=2 [collectives]=3 [rma]=3 [api]=4)
+declare -A layer=([base]=0 [progress]=1 [runtime]=2 [collectives]=3 [rma]=3 [api]=4 [mpi]=5)
 violations=0
 report() {
   echo "check_layers: $1" >&2
@@ -33,12 +37,17 @@ for pkg in "${!layer[@]}"; do
     while IFS= read -r line; do
       inc=$(sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]+"([^"]+)".*/\1/' <<<"$line")
       if [[ $inc == ep/ep.h ]]; then
-        [[ $pkg == api ]] || report "$file includes ep/ep.h (layers below api use base/types.h)"
+        [[ $pkg == api || $pkg == mpi ]] ||
+          report "$file includes ep/ep.h (layers below api use base/types.h)"
         continue
       fi
       dep=${inc%%/*}
       [[ -n ${layer[$dep]+x} ]] || continue  # a system or third-party header
       [[ $dep == "$pkg" ]] && continue
+      if [[ $pkg == mpi ]]; then
+        report "$file includes $inc: mpi uses libep through ep/ep.h alone"
+        continue
+      fi
       if ((layer[$dep] >= layer[$pkg])); then
         report "$file includes $inc: $dep is not below $pkg"
       fi
@@ -49,7 +58,7 @@ for pkg in "${!layer[@]}"; do
         report "$file includes $inc: only runtime reaches the progress engine"
       fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file")
-    if [[ $pkg != progress && $pkg != base && $file != api/include/* ]]; then
+    if [[ $pkg != progress && $pkg != base && $pkg != mpi && $file != api/include/* ]]; then
       # A call is MPI_ and a capitalized word then '('; types (MPI_Aint(...)) are not calls.
       if sed -E 's://.*$::' "$file" |
         grep -E '\bMPI_[A-Z][a-z_]*\(' |

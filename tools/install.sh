@@ -3,8 +3,10 @@
 #   PREFIX/include/ep/ep.h, PREFIX/lib/libep.so, PREFIX/lib/pkgconfig/ep.pc,
 #   PREFIX/lib/cmake/ep/ (CMake package: find_package(ep CONFIG) gives ep::ep),
 #   PREFIX/bin/ep_info
+#   PREFIX/lib/libep_mpi.so, PREFIX/include/ep/mpi_endpoints.h, PREFIX/lib/pkgconfig/ep-mpi.pc
 # Usage: tools/install.sh PREFIX
 # Then: mpicc app.c $(PKG_CONFIG_PATH=PREFIX/lib/pkgconfig pkg-config --cflags --libs ep)
+#   or, for a program written against <mpi.h>: ... pkg-config --cflags --libs ep-mpi
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -21,8 +23,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash tools/setup.sh
 
 # --- begin: ep_info: built with libep, installed as PREFIX/bin/ep_info -------------------------
-bazel build --noshow_progress //:libep.so //tools:ep_info
+bazel build --noshow_progress //:libep.so //tools:ep_info //mpi:libep_mpi.so
 bin=$(bazel info bazel-bin 2>/dev/null)
 export EP_INFO_BIN="$bin/tools/ep_info"
 # --- end: ep_info ---------------------------------------------------------------------------
+export EP_MPI_SO="$bin/mpi/libep_mpi.so" EP_MPI_H=mpi/include/ep/mpi_endpoints.h
 bash tools/install_files.sh "$prefix" "$bin/libep.so" api/include/ep/ep.h

@@ -5,9 +5,12 @@
 #   PREFIX/lib/pkgconfig/ep.pc
 #   PREFIX/lib/cmake/ep/{epConfig,epConfigVersion,epTargets}.cmake  (from cmake/ beside tools/)
 #   PREFIX/bin/ep_info          (only when EP_INFO_BIN names the built //tools:ep_info)
+#   PREFIX/lib/libep_mpi.so, PREFIX/include/ep/mpi_endpoints.h, PREFIX/lib/pkgconfig/ep-mpi.pc
+#                               (only when EP_MPI_SO and EP_MPI_H name the built
+#                               //mpi:libep_mpi.so and mpi/include/ep/mpi_endpoints.h)
 #   and the Fortran binding (fortran/build_fortran.sh): PREFIX/include/ep/ep_f08.mod,
 #   PREFIX/lib/libep_fortran.so, PREFIX/lib/pkgconfig/ep-fortran.pc
-# Usage: [EP_INFO_BIN=path/to/ep_info] install_files.sh PREFIX LIBEP_SO EP_H
+# Usage: [EP_INFO_BIN=path/to/ep_info] [EP_MPI_SO=... EP_MPI_H=...] install_files.sh PREFIX LIBEP_SO EP_H
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
@@ -65,6 +68,32 @@ if [[ -n "${EP_INFO_BIN:-}" ]]; then
   install -m 0755 "$EP_INFO_BIN" "$prefix/bin/ep_info"
 fi
 # --- end: CMake package and ep_info ----------------------------------------------------------
+
+# ---- libep_mpi: MPI_ names over libep (owner: mpi/) -----------------------------------
+# mpicc app.c $(pkg-config --cflags --libs ep-mpi): -lep_mpi comes before MPICH (which
+# mpicc appends), so that the application's MPI_ calls reach libep_mpi first.
+if [[ -n "${EP_MPI_SO:-}" || -n "${EP_MPI_H:-}" ]]; then
+  for f in "${EP_MPI_SO:-}" "${EP_MPI_H:-}"; do
+    if [[ ! -f "$f" ]]; then
+      echo "install_files.sh: EP_MPI_SO and EP_MPI_H must name files (got '$f')" >&2
+      exit 1
+    fi
+  done
+  install -m 0755 "$EP_MPI_SO" "$prefix/lib/libep_mpi.so"
+  install -m 0644 "$EP_MPI_H" "$prefix/include/ep/mpi_endpoints.h"
+  cat >"$prefix/lib/pkgconfig/ep-mpi.pc" <<PC
+prefix=$prefix
+includedir=\${prefix}/include
+libdir=\${prefix}/lib
+
+Name: ep-mpi
+Description: libep_mpi, MPI endpoints for programs written against <mpi.h> (build with mpicc)
+Version: 0.1.0
+Cflags: -I\${includedir}
+Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lep_mpi -lep
+PC
+fi
+# ---- end of libep_mpi ----------------------------------------------------------------
 
 # ---- Fortran binding (module ep_f08; owner: fortran/) -------------------------------
 # Compiled here with mpifort, against the libep.so just installed.  The sources sit next
