@@ -5,37 +5,22 @@
 
 namespace ep::runtime {
 
-void PostedIndex::add(MatchOp* op) {
-  op->seq = ++seq_;
-  op->next = nullptr;
-  op->prev = last_;
-  if (last_ != nullptr)
-    last_->next = op;
-  else
-    first_ = op;
-  last_ = op;
-  op->bin_next = nullptr;
-  op->indexed = true;
-  BinTable<MatchOp>::Bin* b = bins_.get(match_key(op->source, op->tag));
-  if (b->last != nullptr)
-    b->last->bin_next = op;
-  else
-    b->first = op;
-  b->last = op;
-  ++kinds_[kind(op->source, op->tag)];
+void PostedIndex::bin_rest() {
+  for (MatchOp* op = unbinned_; op != nullptr; op = op->next) {
+    op->bin_next = nullptr;
+    op->indexed = kBinned;
+    BinTable<MatchOp>::Bin* b = bins_.get(match_key(op->source, op->tag));
+    if (b->last != nullptr)
+      b->last->bin_next = op;
+    else
+      b->first = op;
+    b->last = op;
+    ++kinds_[kind(op->source, op->tag)];
+  }
+  unbinned_ = nullptr;
 }
 
-void PostedIndex::remove(MatchOp* op) {
-  if (op->prev != nullptr)
-    op->prev->next = op->next;
-  else
-    first_ = op->next;
-  if (op->next != nullptr)
-    op->next->prev = op->prev;
-  else
-    last_ = op->prev;
-  op->next = op->prev = nullptr;
-  op->indexed = false;
+void PostedIndex::unbin(MatchOp* op) {
   BinTable<MatchOp>::Bin* b = bins_.lookup(match_key(op->source, op->tag));  // op is in it
   if (b->first == op) {
     b->first = op->bin_next;
@@ -57,7 +42,7 @@ void PostedIndex::consider(MatchOp*& best, int k, int source, int tag) const {
   if (best == nullptr || b->first->seq < best->seq) best = b->first;
 }
 
-MatchOp* PostedIndex::find(int src, int tag) const {
+MatchOp* PostedIndex::find_binned(int src, int tag) const {
   MatchOp* best = nullptr;
   consider(best, 0, src, tag);
   consider(best, 1, kAnySource, tag);

@@ -8,7 +8,10 @@
 // matches is its first, and the earliest item overall that matches is the earliest (by
 // sequence number, given when it joined) of the matching bins' first items.
 //   PostedIndex (MatchOp): also one list of all items in post order (first(): the
-//     earliest posted).  find(s, t): the earliest posted receive that matches a message
+//     earliest posted).  Lazy bins: a receive joins its bin only when a find() needs
+//     it - every receive posted since the last find() then joins, in post order, so
+//     bins stay in post order and each receive is binned at most once.  A stream whose
+//     messages all go to the first posted receive (the matcher's line) never bins.  find(s, t): the earliest posted receive that matches a message
 //     (s, t) - at most four bins: (s,t), (any,t), and for t >= 0 (s,any), (any,any),
 //     each looked up only while a receive of that kind is posted.  O(1).
 //     remove(op): O(1) for a bin's first (every matched receive), else the bin's length
@@ -31,11 +34,11 @@
 #include <cstring>
 
 #include "base/types.h"
+#include "runtime/request.h"
 
 namespace ep::runtime {
 
 struct Envelope;
-struct MatchOp;
 
 // A bin's key: (source, tag) as one word.
 inline uint64_t match_key(int source, int tag) {
@@ -56,12 +59,14 @@ class BinTable {
   BinTable& operator=(const BinTable&) = delete;
   ~BinTable() { std::free(slots_); }
 
-  // The bin of `k`, or nullptr if it has none.
+  // The bin of `k`, or nullptr if it has none.  The last bin found is remembered: a
+  // stream's receives and messages share one key.
   Bin* lookup(uint64_t k) const {
+    if (recent_ != nullptr && recent_->key == k) return recent_;
     if (slots_ == nullptr) return nullptr;
     for (uint64_t i = hash(k) & mask_;; i = (i + 1) & mask_) {
       Bin* b = &slots_[i];
-      if (b->key == k) return b;
+      if (b->key == k) return recent_ = b;
       if (b->key == kEmptyKey) return nullptr;
     }
   }
@@ -74,7 +79,7 @@ class BinTable {
       if (b->key != kEmptyKey) continue;
       *b = Bin{k, nullptr, nullptr};
       ++used_;
-      return b;
+      return recent_ = b;
     }
   }
   // Calls f(bin) for every non-empty bin.
@@ -101,6 +106,7 @@ class BinTable {
     while ((live + 1) * 4 > cap) cap *= 2;
     Bin* old = slots_;
     const uint64_t old_cap = capacity();
+    recent_ = nullptr;
     slots_ = static_cast<Bin*>(std::malloc(cap * sizeof(Bin)));
     if (slots_ == nullptr) std::abort();  // out of memory: no way to keep MPI's order
     for (uint64_t i = 0; i < cap; ++i) slots_[i] = Bin{kEmptyKey, nullptr, nullptr};
@@ -118,31 +124,70 @@ class BinTable {
   }
 
   Bin* slots_ = nullptr;
+  mutable Bin* recent_ = nullptr;  // the last bin found (a slot of slots_), or nullptr
   uint64_t mask_ = 0;
   uint64_t used_ = 0;  // slots with a key (live or emptied bins)
 };
 
 // Posted receives (MatchOp's next/prev: the post-order list; bin_next: the bin; seq;
-// indexed: true while in the index).
+// indexed: kOut, kListed or kBinned).
 class PostedIndex {
  public:
   bool empty() const { return first_ == nullptr; }
   MatchOp* first() const { return first_; }  // the earliest posted, or nullptr
 
-  // Appends `op` (key: its source and tag) after every receive posted before.
-  void add(MatchOp* op);
+  // Appends `op` (key: its source and tag) after every receive posted before.  Binning
+  // waits for the first find() that needs it (see "Lazy bins").
+  void add(MatchOp* op) {
+    op->seq = ++seq_;
+    op->next = nullptr;
+    op->prev = last_;
+    if (last_ != nullptr)
+      last_->next = op;
+    else
+      first_ = op;
+    last_ = op;
+    op->indexed = kListed;
+    if (unbinned_ == nullptr) unbinned_ = op;
+  }
   // Removes `op` (in the index).
-  void remove(MatchOp* op);
+  void remove(MatchOp* op) {
+    if (op->indexed == kBinned) {
+      unbin(op);
+    } else if (op == unbinned_) {
+      unbinned_ = op->next;
+    }
+    if (op->prev != nullptr)
+      op->prev->next = op->next;
+    else
+      first_ = op->next;
+    if (op->next != nullptr)
+      op->next->prev = op->prev;
+    else
+      last_ = op->prev;
+    op->next = op->prev = nullptr;
+    op->indexed = kOut;
+  }
   // The earliest posted receive that matches a message from `src` with tag `tag`
   // (envelope_matches' rule: kAnyTag matches tags >= 0 only), or nullptr.
-  MatchOp* find(int src, int tag) const;
+  MatchOp* find(int src, int tag) {
+    if (unbinned_ != nullptr) bin_rest();
+    return find_binned(src, tag);
+  }
+  // MatchOp::indexed: not in the index, in its post-order list only, also in its bin.
+  static constexpr uint8_t kOut = 0, kListed = 1, kBinned = 2;
 
  private:
   static int kind(int source, int tag) {
     return (source == kAnySource ? 1 : 0) + (tag == kAnyTag ? 2 : 0);
   }
+  MatchOp* find_binned(int src, int tag) const;
   void consider(MatchOp*& best, int k, int source, int tag) const;
+  // Puts unbinned_ and every op after it into their bins (in post order).
+  void bin_rest();
+  void unbin(MatchOp* op);
 
+  MatchOp* unbinned_ = nullptr;  // the first op not in a bin; every later one is not either
   MatchOp* first_ = nullptr;
   MatchOp* last_ = nullptr;
   uint64_t seq_ = 0;

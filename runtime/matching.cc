@@ -151,7 +151,7 @@ void Matcher::handle(MatchOp* op) {
     if (posted_head() == op->req) {
       pop_head();
       op->found = true;
-    } else if (c.indexed) {
+    } else if (c.indexed != PostedIndex::kOut) {
       posted_.remove(&c);
       line_.head_next = posted_.first();
       op->found = true;

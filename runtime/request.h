@@ -121,7 +121,7 @@ struct MatchOp {
   // kRecv: the waiter also polls the matcher's line (see "Delivered on the line" in
   // matching.h); written by the owner before posting and, withdrawn, under the line.
   bool line_wait = false;
-  bool indexed = false;  // kRecv: in the matcher's posted index (match_index.h)
+  uint8_t indexed = 0;  // kRecv: PostedIndex::kOut, kListed or kBinned (match_index.h)
   Flag done;                      // probes/cancel: set by the matcher once answered
   Envelope* env = nullptr;        // mprobe result
   Status status{};             // probe result
