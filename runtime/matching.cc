@@ -10,15 +10,10 @@ namespace ep::runtime {
 Matcher::~Matcher() {
   // Unmatched arrivals belong to nobody any more.
   Envelope* e = nullptr;
-  while (inbox_.try_dequeue(e)) {
-    e->next = lists_.unexpected_head;
-    lists_.unexpected_head = e;
-  }
-  for (Envelope* u = lists_.unexpected_head; u != nullptr;) {
-    Envelope* n = u->next;
+  while (inbox_.try_dequeue(e)) unexpected_.add(materialize_(e));
+  while (Envelope* u = unexpected_.pop_any()) {
     if (u->kind == Envelope::kLocalRndv && u->sreq != nullptr) request_complete(u->sreq);
     std::free(u->block);
-    u = n;
   }
 }
 
@@ -70,28 +65,12 @@ Request* Matcher::posted_head() const {
 }
 
 void Matcher::append_posted(MatchOp* op) {
-  op->next = nullptr;
-  Line& l = line_;
-  if (posted_head() == nullptr) {
+  if (posted_head() == nullptr) {  // (then posted_ is empty)
     load_head(op);
-    return;  // posted_tail means nothing while the head is the only one
+    return;
   }
-  if (l.head_next == nullptr) {  // the head is the tail: its link lives in the copy
-    l.head_next = op;
-  } else {
-    lists_.posted_tail->next = op;
-  }
-  lists_.posted_tail = op;
-}
-
-void Matcher::unlink_after(MatchOp* prev, MatchOp* p) {
-  Line& l = line_;
-  if (prev == &posted_head()->op)
-    l.head_next = p->next;
-  else
-    prev->next = p->next;
-  if (lists_.posted_tail == p) lists_.posted_tail = prev;  // valid: head_next was not null
-  p->next = nullptr;
+  posted_.add(op);
+  line_.head_next = posted_.first();
 }
 
 bool Matcher::deliver_on_line(Envelope* e, uintptr_t h) {
@@ -152,58 +131,40 @@ void Matcher::report(MatchOp* op, const Envelope* u) {
 }
 
 void Matcher::arrive_rest(Envelope* e, Request* head) {
-  if (head != nullptr) {  // a later posted receive may match (the first did not)
-    const Line& l = line_;
-    MatchOp* prev = &head->op;
-    for (MatchOp* p = l.head_next; p != nullptr; prev = p, p = p->next) {
-      if (!envelope_matches(p->source, p->tag, *e)) continue;
-      unlink_after(prev, p);
+  // The head did not match: the earliest posted receive of the others that does.
+  if (head != nullptr && line_.head_next != nullptr) {
+    if (MatchOp* p = posted_.find(e->src_rank, e->tag)) {
+      posted_.remove(p);
+      line_.head_next = posted_.first();
       deliver_(p->req, p->target, e);
       return;
     }
   }
   e = materialize_(e);
-  e->next = nullptr;
-  if (lists_.unexpected_tail == nullptr)
-    lists_.unexpected_head = e;
-  else
-    lists_.unexpected_tail->next = e;
-  lists_.unexpected_tail = e;
+  unexpected_.add(e);
   if (arrivals_ != nullptr) arrivals_->notify();  // a blocking probe may wait for it
 }
 
 void Matcher::handle(MatchOp* op) {
   if (op->kind == MatchOp::kCancel) {
-    const Line& l = line_;
-    Request* head = posted_head();
-    if (head == op->req) {  // op->req is never null
+    MatchOp& c = op->req->op;  // op->req is never null
+    if (posted_head() == op->req) {
       pop_head();
       op->found = true;
-    } else if (head != nullptr) {
-      MatchOp* prev = &head->op;
-      for (MatchOp* p = l.head_next; p != nullptr; prev = p, p = p->next) {
-        if (p->req != op->req) continue;
-        unlink_after(prev, p);
-        op->found = true;
-        break;
-      }
+    } else if (c.indexed != PostedIndex::kOut) {
+      posted_.remove(&c);
+      line_.head_next = posted_.first();
+      op->found = true;
     }
     op->done.set();  // publishes the result (Flag: release)
     return;
   }
-  Envelope* prev = nullptr;
-  for (Envelope* u = lists_.unexpected_head; u != nullptr; prev = u, u = u->next) {
-    if (!envelope_matches(op->source, op->tag, *u)) continue;
+  if (Envelope* u = unexpected_.find(op->source, op->tag)) {
     if (op->kind == MatchOp::kProbe) {
       report(op, u);
       return;
     }
-    if (prev == nullptr)
-      lists_.unexpected_head = u->next;
-    else
-      prev->next = u->next;
-    if (lists_.unexpected_tail == u) lists_.unexpected_tail = prev;
-    u->next = nullptr;
+    unexpected_.take(u);
     if (op->kind == MatchOp::kMprobe) {
       op->env = u;
       report(op, u);
@@ -212,7 +173,7 @@ void Matcher::handle(MatchOp* op) {
     deliver_(op->req, op->target, u);
     return;
   }
-  if (op->kind != MatchOp::kRecv) {                // probe found nothing
+  if (op->kind != MatchOp::kRecv) {  // probe found nothing
     op->done.set();  // publishes the result (Flag: release)
     return;
   }

@@ -12,7 +12,10 @@
 //           is FIFO per producer, and only per producer).
 //   posts_  tbb::concurrent_queue<MatchOp*>: receives/probes/cancels, FIFO, posted
 //           by the owning endpoint (one thread at a time).
-//   posted_, unexpected_: FIFO lists touched only by the current *matcher*.
+//   posted_, unexpected_: keyed FIFO indexes (match_index.h) touched only by the
+//           current *matcher*: the earliest posted receive that matches an arrival,
+//           and the earliest unexpected message a specific receive matches, are
+//           found in constant time however many wait.
 // Whoever adds an item (push to inbox_ or posts_) then calls kick():
 //   line_.work.fetch_add(1); if it was 0 the caller becomes the matcher, else the current
 //   matcher is guaranteed to see the item (below) and the caller just returns.
@@ -41,9 +44,10 @@
 // (line_.work) anyway; the fields of the first posted receive - match criteria, where its
 // data goes, its request and its successor - are copied onto that same line (Line),
 // so matching and delivering it costs no transfer of the receive's own MatchOp line
-// from the poster's core.  While an op is the head, line_.head_next is its list link (its
-// own `next` field is stale); the head is popped after its delivery, which reads
-// nothing but the copy, and the successor's fields are copied in then.
+// from the poster's core.  The head is the earliest posted receive and is not in
+// posted_; line_.head_next is posted_'s first (the next earliest), nullptr when the
+// head is the only one.  The head is popped after its delivery, which reads nothing
+// but the copy, and the successor is taken out of posted_ and copied in then.
 // Delivered on the line.  A blocking receive (EP_Recv) from an endpoint of this process
 // waits by polling the matcher's line as well as its request (line_wait).  While such
 // a receive is the only one posted, a matcher that delivers an eager message of at
@@ -106,6 +110,7 @@
 #endif
 
 #include "runtime/datatype.h"
+#include "runtime/match_index.h"
 #include "runtime/request.h"
 
 namespace ep::runtime {
@@ -131,12 +136,15 @@ struct Envelope {
   // kEager
   const char* data = nullptr;
   void* block = nullptr;     // malloc'ed storage of this envelope and/or payload
-  Envelope* next = nullptr;  // matcher's private list link
+  Envelope* next = nullptr;  // matcher's private list link (its unexpected index's bin)
   // The rendezvous kinds' fields: set by the default constructor, left unset by the
   // eager one (nothing reads them in an eager envelope).
   // kLocalRndv
   const void* sbuf;
   int scount;
+  // Arrival number in the matcher's unexpected index (match_index.h), set when it joins
+  // it (in scount's padding: the envelope fits Engine::kHeadroom).  Any kind.
+  uint32_t seq;
   TypeInfo sti;  // borrowed from the sender's request or blocked call (p2p.cc)
   Request* sreq;
   // kRemoteRndv
@@ -321,12 +329,14 @@ class Matcher {
   }
   void arrive_rest(Envelope* e, Request* head);
   void handle(MatchOp* op);
-  // The posted list (see "The first posted receive"): append in post order; unlink
-  // the first one (after its delivery) or `p`, which follows `prev`.
+  // The posted receives (see "The first posted receive"): append in post order; drop
+  // the first one (after its delivery: the earliest of the index becomes the head).
   void append_posted(MatchOp* op);
-  // The tail stays right: if the new head has a successor, the tail is unchanged.
-  void pop_head() { load_head(line_.head_next); }
-  void unlink_after(MatchOp* prev, MatchOp* p);
+  void pop_head() {
+    MatchOp* n = line_.head_next;
+    if (n != nullptr) posted_.remove(n);
+    load_head(n);
+  }
   void load_head(MatchOp* op) {
     Line& l = line_;
     // head_req stores here are relaxed: we hold the line (line_.work), whose release by
@@ -344,7 +354,7 @@ class Matcher {
     l.head_elem = op->target.elem;
     l.head_req.store(reinterpret_cast<uintptr_t>(op->req) | (op->line_wait ? kLineWait : 0),
                      std::memory_order_relaxed);
-    l.head_next = op->next;
+    l.head_next = posted_.first();
   }
   // The first posted receive's request, or nullptr if none is posted (a head
   // delivered on the line counts as none); head_of: the same from a head_req value.
@@ -393,15 +403,12 @@ class Matcher {
   };
   static_assert(sizeof(Line) == 64, "the matcher's hot fields share one cache line");
   Line line_;
-  // Matcher-private, on the next line: touched when a second receive is posted or an
+  // Matcher-private, after the line: touched when a second receive is posted or an
   // unexpected message waits, so a delivery to the only posted receive writes no
-  // field of it.
-  struct alignas(64) Lists {
-    MatchOp* posted_tail = nullptr;  // the last posted receive; valid while head_next != nullptr
-    Envelope* unexpected_head = nullptr;
-    Envelope* unexpected_tail = nullptr;
-  };
-  Lists lists_;
+  // field of them.  posted_: every posted receive but the head, in post order
+  // (head_next is its first); unexpected_: the unexpected messages in arrival order.
+  alignas(64) PostedIndex posted_;
+  UnexpectedIndex unexpected_;
 };
 
 }  // namespace ep::runtime

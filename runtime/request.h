@@ -121,9 +121,17 @@ struct MatchOp {
   // kRecv: the waiter also polls the matcher's line (see "Delivered on the line" in
   // matching.h); written by the owner before posting and, withdrawn, under the line.
   bool line_wait = false;
+  uint8_t indexed = 0;  // kRecv: PostedIndex::kOut, kListed or kBinned (match_index.h)
   Flag done;                      // probes/cancel: set by the matcher once answered
   Envelope* env = nullptr;        // mprobe result
   Status status{};             // probe result
+  // kRecv: the matcher's posted index (match_index.h; `next` above is its post-order
+  // link): the other link, the bin link and the post number, which the index sets when
+  // the op joins it (unset before: a receive matched at once never needs them).
+  // Matcher-private.
+  MatchOp* prev;
+  MatchOp* bin_next;
+  uint64_t seq;
 };
 
 // kGrequest and kPersistent come last: a completing call tells both from the others with
