@@ -156,11 +156,12 @@ class Ring {
     }
   }
 
-  // Consumer: a record (or pad) is ready at the consumer's head.  A hint for waiters'
-  // tight loops; drain() decides.
-  bool ready(const Consumer& c) const {
-    // relaxed: a hint; drain() loads with acquire.
-    return frame_at(c.head).load(std::memory_order_relaxed) != 0;
+  // A record (or pad) looks ready at the head: a hint for waiters' tight loops, from
+  // any thread (it reads the shared head, which a drain moves at its end); drain()
+  // decides.
+  bool ready() const {
+    // relaxed: a hint; drain() loads the frame with acquire.
+    return frame_at(h_->head.load(std::memory_order_relaxed)).load(std::memory_order_relaxed) != 0;
   }
   // Consumer: takes up to `max` ready records in order.  For each valid one calls
   // fn(kind, aux, body, body_len) - body valid during the call only - which returns

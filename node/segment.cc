@@ -64,8 +64,8 @@ void Segment::destroy() {
   staged_.clear();
 }
 
-int Segment::assign_rings(uint32_t ctx, int n) {
-  if (n <= 0 || ctx >= kDirEntries) return -1;
+int Segment::assign(uint32_t ctx, int n, bool publish) {
+  if (n <= 0 || (ctx >= kDirEntries) == publish || ctx == kNoCtx) return -1;
   std::lock_guard<std::mutex> lock(mu_);
   int first = -1;
   for (int i = 0, run = 0; i < static_cast<int>(kMaxRings); ++i) {
@@ -87,8 +87,10 @@ int Segment::assign_rings(uint32_t ctx, int n) {
     r->ctx.store(ctx, std::memory_order_release);
   }
   // release: pairs with the acquire in PeerSegment::resolve.
-  directory(mem_.base, header()->dir_offset)[ctx].store(static_cast<uint32_t>(first) + 1,
-                                                         std::memory_order_release);
+  if (publish) {
+    directory(mem_.base, header()->dir_offset)[ctx].store(static_cast<uint32_t>(first) + 1,
+                                                          std::memory_order_release);
+  }
   return first;
 }
 

@@ -130,7 +130,10 @@ class Segment {
 
   // n consecutive rings for context `ctx` (local index i takes first + i), published in
   // the directory; the first index, or -1 (none free, or ctx beyond the directory).
-  int assign_rings(uint32_t ctx, int n);
+  int assign_rings(uint32_t ctx, int n) { return assign(ctx, n, /*publish=*/true); }
+  // One ring for a private use of the owner's (owner ctx `ctx`, which must be at least
+  // kDirEntries: no context's), announced to producers by the owner itself.
+  int assign_private(uint32_t ctx) { return assign(ctx, 1, /*publish=*/false); }
   // Takes them back: the directory entry is cleared, the owners changed.
   void release_rings(uint32_t ctx, int first, int n);
   uint32_t ring_count() const { return header()->ring_count; }
@@ -152,6 +155,7 @@ class Segment {
   uint64_t staging_length() const { return header()->staging_length; }
 
  private:
+  int assign(uint32_t ctx, int n, bool publish);
   Memfd mem_;
   std::mutex mu_;
   std::vector<uint8_t> used_;      // guarded by mu_: rings assigned

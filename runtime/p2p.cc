@@ -7,6 +7,7 @@
 
 #include "runtime/errhandler.h"
 #include "runtime/error.h"
+#include "runtime/node.h"
 #include "runtime/p2p_inline.h"
 #include "runtime/runtime.h"
 
@@ -257,12 +258,19 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   }
   const bool sync = mode == SendMode::kSynchronous;
   const EpAddr& a = ep->comm->peer(dest);
-  // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
-  // posted in advance with that size): a larger eager message goes as a rendezvous.
-  const bool rendezvous =
-      sync || bytes > rt->config.eager_limit ||
-      (a.proc != rt->world_rank &&
-       bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
+  bool rendezvous = sync || bytes > rt->config.eager_limit;
+  NodeRoute route;
+  bool node = false;
+  if (a.proc != rt->world_rank) {
+    // Another process of this node: the node way, if both endpoints have rings (node.h).
+    node = ep->node != nullptr && node_route(ep, dest, a.proc, &route);
+    // A packet to another process holds at most Engine::kMaxPacketBytes (its receives
+    // are posted in advance with that size), an eager record at most half its ring: a
+    // larger eager message goes as a rendezvous.
+    rendezvous |= node ? bytes > node_eager_max(route)
+                       : bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes -
+                                                      sizeof(WireHeader));
+  }
   // The operation's request: the user's one, or the internal one of a buffered send
   // (then the user's completes at once: the data was copied).  An eager send completes
   // in this call, so its user gets the shared complete request instead.
@@ -271,6 +279,9 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
                                     : nullptr;
   if (a.proc == rt->world_rank) {
     send_local(p, dest, tag, ep, rendezvous, r);
+  } else if (node) {
+    const int err = send_node(p.buf, p.count, p.type, p.ti, tag, ep, route, rendezvous, r, call);
+    if (err != EP_SUCCESS) return err;
   } else {
     const int err = send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync,
                                 /*blocking=*/out == nullptr, burst, r, call);
@@ -316,14 +327,27 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
     return r;
   }
   r->owner = ep;
-  r->needs_engine = ep->comm->multi_process &&
-                    (source == kAnySource || ep->comm->peer(source).proc != runtime()->world_rank);
+  if (const CommShared* c = ep->comm; c->multi_process) {
+    // Which ways the message may take: MPI (the waiter drives the engine), the node's
+    // rings (the waiter drains the endpoint's ring), or this process only.
+    const int world = runtime()->world_rank;
+    if (ep->node == nullptr) {
+      r->needs_engine = source == kAnySource || c->peer(source).proc != world;
+    } else if (source == kAnySource) {
+      r->needs_node = c->node_peers;
+      r->needs_engine = c->off_node;
+    } else if (const int proc = c->peer(source).proc; proc != world) {
+      r->needs_node = runtime()->node.peer(proc) != nullptr;
+      r->needs_engine = !r->needs_node;
+    }
+  }
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
   // Only the owner's own matcher line is polled: messages from other processes
-  // complete the request (a waiter driving the engine watches its state).
-  r->op.line_wait = line_wait && !r->needs_engine && r->op.target.elem != 0;
+  // complete the request (a waiter driving the engine or draining its ring watches its
+  // state).
+  r->op.line_wait = line_wait && !r->needs_engine && !r->needs_node && r->op.target.elem != 0;
   ep->matcher.post(&r->op);
   return r;
 }
@@ -353,8 +377,17 @@ void persistent_free(Request* p) {
   request_recycle(p);
 }
 
+namespace {
+// A probe's messages may come through MPI: a peer in another process that is not
+// reached by the node way.
+bool probe_needs_engine(const Endpoint* ep) {
+  return ep->comm->multi_process && (ep->node == nullptr || ep->comm->off_node);
+}
+}  // namespace
+
 bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {
-  if (ep->comm->multi_process) engine().try_progress();  // fetch what MPI holds
+  if (ep->node != nullptr) node_poll(ep);               // take what the ring holds
+  if (probe_needs_engine(ep)) engine().try_progress();  // fetch what MPI holds
   MatchOp op;
   op.kind = env != nullptr ? MatchOp::kMprobe : MatchOp::kProbe;
   op.source = source;
@@ -372,7 +405,7 @@ bool probe_wait(int source, int tag, Endpoint* ep, Status* status, Envelope** en
   bool found = false;
   // ready() may be asked again after it said yes: probe (or take) once only.
   auto ready = [&] { return found || (found = probe(source, tag, ep, status, env)); };
-  wait_until(ep->arrivals, ready, ep->comm->multi_process ? Drive::kYes : Drive::kNo);
+  wait_until(ep->arrivals, ready, probe_needs_engine(ep) ? Drive::kYes : Drive::kNo);
   return found;
 }
 
@@ -435,6 +468,21 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
       if (s != nullptr) request_complete(s);
       return;
     }
+    case Envelope::kNodeRndv: {
+      // One copy, now, from the sender's memory (runtime/node.h), then the kNodeAck.
+      NodeRts rts;
+      std::memcpy(&rts, e->data, sizeof rts);
+      std::free(e->block);
+      int os_error = 0;
+      if (!node_fetch(rts, r, t, n, &os_error)) {
+        r->status.EP_ERROR = EP_ERR_OTHER;
+        r->os_error = os_error;
+        r->mpi_error = MPI_ERR_OTHER;  // (so that every completing call reports it)
+      }
+      r->status.ep_bytes_ = n;
+      request_complete(r);
+      return;
+    }
     case Envelope::kRemoteRndv: {
       // The payload's receive is posted first, then the CTS lets it leave (runtime.h).
       progress::Command c;
@@ -477,6 +525,15 @@ Envelope* materialize(Envelope* e) {
     h->bytes = e->bytes;
     if (e->bytes > 0) std::memcpy(block + sizeof(Envelope), e->data, e->bytes);
     std::free(e->block);
+    h->data = block + sizeof(Envelope);
+    h->block = block;
+    h->owned = true;
+    return h;
+  }
+  if (e->kind == Envelope::kNodeRndv) {  // the RTS record lives in the ring: copy it along
+    char* block = static_cast<char*>(std::malloc(sizeof(Envelope) + sizeof(NodeRts)));
+    Envelope* h = new (block) Envelope(*e);
+    std::memcpy(block + sizeof(Envelope), e->data, sizeof(NodeRts));
     h->data = block + sizeof(Envelope);
     h->block = block;
     h->owned = true;

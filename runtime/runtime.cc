@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "base/types.h"
 #include "runtime/datatype.h"
@@ -173,6 +174,13 @@ int runtime_init() {
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &rt->local_proc_index);
   MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node);
+  int world_size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  std::string node_note;
+  const char* staging = std::getenv("LIBEP_TEST_NODE_STAGING");  // a test switch
+  rt->node.init(node, rt->config.node_transport, rt->config.eager_limit,
+                staging != nullptr && std::strcmp(staging, "1") == 0, rt->world_rank, world_size,
+                &node_note);
   MPI_Comm_free(&node);
   if (rt->world_rank == 0) {
     for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -185,6 +193,11 @@ int runtime_init() {
   // Publish before starting the engine: the progress thread calls runtime().
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
+  if (raw->node.on()) {  // its progress thread sleeps where the node's senders wake it
+    node::Doorbell& d = raw->node.segment().doorbell();
+    engine().set_idle_words(&d.bell, &d.asleep, [] { return runtime()->node.work_waiting(); });
+    engine().set_node_hook([](bool* pending) { return runtime()->node.pass(pending); });
+  }
   if (!engine().start(opts, raw, &error)) {
     g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
@@ -194,6 +207,8 @@ int runtime_init() {
   if (raw->config.verbose) {
     std::fprintf(stderr, "libep: process %d settings:\n%s", raw->world_rank,
                  describe_config(raw->config).c_str());
+    std::fprintf(stderr, "libep: process %d node transport: %s\n", raw->world_rank,
+                 node_note.c_str());
   }
   return EP_SUCCESS;
 }
@@ -206,6 +221,7 @@ int runtime_finalize() {
   MPI_Request barrier = MPI_REQUEST_NULL;
   MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
   wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
+  rt->node.close();       // nobody receives any more: what is left in backlogs goes
   engine().stop();
   if (rt->config.stats) {
     const auto& s = engine().stats();
@@ -216,7 +232,8 @@ int runtime_finalize() {
         "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu\n",
+        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu node_eager=%llu node_rndv=%llu "
+        "node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -225,9 +242,13 @@ int runtime_finalize() {
         (unsigned long long)s.data_received.load(), (unsigned long long)s.loops.load(),
         (unsigned long long)s.sleeps.load(),
         (unsigned long long)(c.dropped_packets.load() + s.packets_dropped.load()),
-        (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups());
+        (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
+        (unsigned long long)c.node_eager.load(), (unsigned long long)c.node_rndv.load(),
+        (unsigned long long)c.node_acks.load(), (unsigned long long)c.node_backlogged.load(),
+        (unsigned long long)c.node_rejected.load());
   }
   comm_free_all();
+  rt->node.shutdown();  // every ring was given back with its fragment
   datatype_finalize();
   g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
   delete rt;

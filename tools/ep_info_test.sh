@@ -3,7 +3,8 @@
 # Runs ep_info standalone (singleton MPI, EP_PROGRESS_CPUS unset) and under
 # `mpiexec -n 3` with EP_PROGRESS_CPUS=5,7, and checks every section of its output:
 # version, MPI library and thread level, the configuration table with its effective
-# values, and the node layout (node-local process i takes CPU entry i mod n).
+# values, and the node layout (node-local process i takes CPU entry i mod n; the transport
+# between the node's processes); then `mpiexec -n 2` with EP_NODE_TRANSPORT=off.
 set -euo pipefail
 
 ep_info=$1
@@ -40,7 +41,8 @@ check_common() {
   expect_re "$f" '^built against: MPI [0-9]+\.[0-9]+ headers of MPICH 4\.'
   expect "$f" 1 "thread level: MPI_THREAD_MULTIPLE (asked for MPI_THREAD_MULTIPLE)"
   expect_re "$f" '^variable +default +meaning$'
-  for var in EP_PROGRESS_CPUS EP_PROGRESS_POLICY EP_EAGER_LIMIT EP_STATS EP_VERBOSE; do
+  for var in EP_PROGRESS_CPUS EP_PROGRESS_POLICY EP_EAGER_LIMIT EP_STATS EP_VERBOSE \
+    EP_NODE_TRANSPORT; do
     expect_re "$f" "^$var "
   done
   expect "$f" 1 "effective values in this environment:"
@@ -57,6 +59,7 @@ expect "$work/single.txt" 1 "EP_PROGRESS_CPUS=(not pinned)  # CPU list for progr
 expect "$work/single.txt" 1 "1 process(es) on 1 node(s)"
 expect_re "$work/single.txt" '^node 0 \(.+\): 1 process\(es\) per node$'
 expect "$work/single.txt" 1 "  node-local process 0 (world rank 0): progress thread not pinned"
+expect "$work/single.txt" 1 "  transport between them: none needed (one process)"
 
 echo "--- mpiexec -n 3, EP_PROGRESS_CPUS=5,7"
 EP_PROGRESS_CPUS=5,7 EP_PROGRESS_POLICY=yield timeout --kill-after=10 120 \
@@ -73,6 +76,16 @@ expect_re "$work/three.txt" '^node 0 \(.+\): 3 process\(es\) per node$'
 expect "$work/three.txt" 1 "  node-local process 0 (world rank 0): progress thread on CPU 5"
 expect "$work/three.txt" 1 "  node-local process 1 (world rank 1): progress thread on CPU 7"
 expect "$work/three.txt" 1 "  node-local process 2 (world rank 2): progress thread on CPU 5"
+expect_re "$work/three.txt" '^  transport between them: shared memory; large messages (by cross-memory attach|through staging buffers)'
+
+echo "--- mpiexec -n 2, EP_NODE_TRANSPORT=off"
+EP_NODE_TRANSPORT=off timeout --kill-after=10 120 mpiexec -n 2 "$ep_info" >"$work/off.txt" 2>&1 || {
+  cat "$work/off.txt"
+  echo "FAIL: mpiexec -n 2 ep_info failed"
+  exit 1
+}
+cat "$work/off.txt"
+expect "$work/off.txt" 1 "  transport between them: MPI (EP_NODE_TRANSPORT=off)"
 
 echo "--- a malformed value is rejected (exit 1, the variable named)"
 rc=0
