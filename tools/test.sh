@@ -3,6 +3,9 @@
 #   0. tools/check_layers.sh          (no file reaches across the layers)
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
+#   2b. bazel test --test_env=EP_NODE_TRANSPORT=off --test_tag_filters=mpi //tests/...
+#                                     (the MPI tests again with the node transport off: the
+#                                     processes of this one node talk through MPI)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
 #   4. bazel test --config=asan //tests/api:fuzz_test              (the API fuzzer under ASAN)
 # Prints a final line "N passed, N failed" and exits non-zero on any failure.
@@ -61,6 +64,8 @@ run_step() {
 }
 
 run_step all no test "${bazel_flags[@]}" //...
+run_step node_off no test "${bazel_flags[@]}" --test_env=EP_NODE_TRANSPORT=off \
+  --test_tag_filters=mpi //tests/...
 run_step tsan_stress yes test "${bazel_flags[@]}" --config=tsan --test_tag_filters=stress \
   --build_tests_only //...
 run_step asan_fuzz no test "${bazel_flags[@]}" --config=asan //tests/api:fuzz_test
