@@ -32,7 +32,8 @@
 // (`committed == tail`), so a record still being written is never skipped.
 // FIFO per producer, and only per producer: one thread's records are in its push order.
 //
-// Threading: push from any thread of any process; drain and peek by the consumer alone.
+// Threading: push from any thread of any process; drain by the consumer alone (one
+// thread at a time: it also owns the ring's bytes between head and the records it reads).
 //
 // Memory ordering: a producer writes the record and then stores its frame with release;
 // the consumer's acquire load of the frame pairs with it (it sees the record).  The
@@ -156,13 +157,6 @@ class Ring {
     }
   }
 
-  // A record (or pad) looks ready at the head: a hint for waiters' tight loops, from
-  // any thread (it reads the shared head, which a drain moves at its end); drain()
-  // decides.
-  bool ready() const {
-    // relaxed: a hint; drain() loads the frame with acquire.
-    return frame_at(h_->head.load(std::memory_order_relaxed)).load(std::memory_order_relaxed) != 0;
-  }
   // Consumer: takes up to `max` ready records in order.  For each valid one calls
   // fn(kind, aux, body, body_len) - body valid during the call only - which returns
   // false to reject it (counted).  Returns the number of records taken or rejected.

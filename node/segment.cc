@@ -163,6 +163,7 @@ bool PeerSegment::map(int pid, int fd, uint64_t length, uint64_t cookie) {
   staging_offset_ = h->staging_offset;
   staging_length_ = h->staging_length;
   hints_.reset(new std::atomic<uint64_t>[count]());
+  turns_.reset(new std::atomic<bool>[count]());
   return true;
 }
 

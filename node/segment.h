@@ -190,6 +190,9 @@ class PeerSegment {
   uint32_t max_record() const { return ring_capacity_ / 2; }
   // This process's copy of ring i's head (see Ring::push).
   std::atomic<uint64_t>& head_hint(int i) const { return hints_[i]; }
+  // A lock per ring for this process's producers, for a caller whose pushes to one ring
+  // must take turns (runtime/node.cc, under ThreadSanitizer); unused otherwise.
+  std::atomic<bool>& turn(int i) const { return turns_[i]; }
   Doorbell& doorbell() const { return reinterpret_cast<SegmentHeader*>(base_)->doorbell; }
   // Bytes [offset, offset + bytes) of its staging pool here, or nullptr if they are not
   // all inside it.
@@ -206,6 +209,7 @@ class PeerSegment {
   uint64_t ring_stride_ = 0, rings_offset_ = 0, dir_offset_ = 0;
   uint64_t staging_offset_ = 0, staging_length_ = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> hints_;
+  std::unique_ptr<std::atomic<bool>[]> turns_;
 };
 
 }  // namespace ep::node

@@ -172,7 +172,7 @@ void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
   }
 }
 
-bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
+bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask, bool* node_work) {
   assert(holds_baton());
   // relaxed: queued_ is a hint; a command whose count is not visible yet is started
   // by the next pass (every pass looks again).
@@ -184,7 +184,12 @@ bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
   // acquire: pairs with the release in set_node_hook().
   if (PassHook node = node_hook_.load(std::memory_order_acquire)) {
     bool unused = false;
-    work |= node(&unused);
+    const bool did = node(&unused);
+    if (node_work != nullptr) {
+      *node_work = did;
+    } else {
+      work |= did;
+    }
   }
   work |= test_active();
   // acquire: pairs with the release in set_pass_hook().
@@ -244,7 +249,8 @@ void Engine::run() {
       continue;
     }
     aside_ns = kAsideMinNs;
-    bool work = pass();
+    bool node_work = false;
+    bool work = pass(nullptr, 0, &node_work);
     // Held flushes leave within kHoldNs: poll for them instead of sleeping.
     const bool holding = !held_.empty();
     const bool transfers = transfers_ > 0;  // (read under the baton)

@@ -287,7 +287,9 @@ class Engine {
   using PassHook = bool (*)(bool* pending);
   void set_pass_hook(PassHook hook) { hook_.store(hook, std::memory_order_release); }
   // The node transport's work in every pass (runtime/node.h: rings whose pending bit is
-  // set, backlogs): true if it made progress.  Set once, before start().
+  // set, backlogs): true if it made progress.  Work done there does not restart the idle
+  // thread's back-off: the node's senders wake it when they need it.  Set once, before
+  // start().
   void set_node_hook(PassHook hook) { node_hook_.store(hook, std::memory_order_release); }
   // Where the idle progress thread sleeps while the node transport is on: `word`, a futex
   // word in memory shared with the node's other processes, whose senders wake it (so
@@ -331,8 +333,11 @@ class Engine {
   bool take_baton();     // acquire; false if another thread holds it
   void release_baton();  // release
   // Requires the baton.  `watch`/`mask`: end early once a bit of mask is set in *watch
-  // (nullptr: a full pass).
-  bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
+  // (nullptr: a full pass).  *node_work (if given) says whether the node hook did work,
+  // which the return value then leaves out: node senders ring a doorbell when they need
+  // the thread, so its work calls for no spinning afterwards (see run()).
+  bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0,
+            bool* node_work = nullptr);
   bool drain_commands();
   // drain_commands, then flush_held: what a pass or a sender starts.
   bool start_commands();

@@ -64,6 +64,27 @@ void spin_lock(std::atomic<bool>& lock) {
 }
 void unlock(std::atomic<bool>& lock) { lock.store(false, std::memory_order_release); }
 
+// Appends a record to ring `ring` of `peer` (node::Ring::push).  ThreadSanitizer sees the
+// threads of this process only: a producer that writes bytes another producer of this
+// process wrote a lap before is ordered after it by the other process's consumer (its
+// release of head), which TSAN cannot see.  Under TSAN, this process's pushes to one ring
+// therefore take turns on a lock (whose release and acquire TSAN does see); elsewhere
+// they run concurrently, as the ring allows.
+template <class Fill>
+node::Ring::Push push_to(node::PeerSegment* peer, int ring, uint8_t kind, const node::Owner& owner,
+                         uint32_t aux, uint64_t body, Fill&& fill) {
+#if defined(EP_SANITIZER_THREAD)
+  std::atomic<bool>& turn = peer->turn(ring);
+  spin_lock(turn);
+#endif
+  const node::Ring::Push res =
+      peer->ring(ring).push(kind, owner, aux, body, fill, peer->head_hint(ring));
+#if defined(EP_SANITIZER_THREAD)
+  unlock(turn);
+#endif
+  return res;
+}
+
 // Copies ep's staged RTS payload (r's buffer) into a staging block; false if none is free.
 bool stage_payload(Request* r, NodeRts* rts) {
   node::Segment& seg = runtime()->node.segment();
@@ -99,10 +120,9 @@ bool flush_locked(NodeEndpoint* ne) {
       std::memcpy(rec.body.data(), &rts, sizeof rts);
       rec.stage = nullptr;
     }
-    const node::Ring::Push res = ring.push(
-        rec.kind, rec.to.owner, rec.aux, rec.body.size(),
-        [&](char* at) { std::memcpy(at, rec.body.data(), rec.body.size()); },
-        rec.to.peer->head_hint(rec.to.ring));
+    const node::Ring::Push res =
+        push_to(rec.to.peer, rec.to.ring, rec.kind, rec.to.owner, rec.aux, rec.body.size(),
+                [&](char* at) { std::memcpy(at, rec.body.data(), rec.body.size()); });
     if (res == node::Ring::Push::kFull) break;
     if (res == node::Ring::Push::kOk) {
       ring_bell(rec.to.peer, rec.to.ring);
@@ -139,8 +159,7 @@ void push_record(Endpoint* ep, const NodeRoute& to, uint8_t kind, uint32_t aux, 
   // acquire: pairs with flush_locked's release (see there).
   if (ne->backlogged.load(std::memory_order_acquire)) flush_backlog(ne, /*wait=*/true);
   if (stage == nullptr && !ne->backlogged.load(std::memory_order_acquire)) {
-    const node::Ring::Push res =
-        to.peer->ring(to.ring).push(kind, to.owner, aux, body, fill, to.peer->head_hint(to.ring));
+    const node::Ring::Push res = push_to(to.peer, to.ring, kind, to.owner, aux, body, fill);
     if (res == node::Ring::Push::kOk) {
       ring_bell(to.peer, to.ring);
       return;
@@ -228,10 +247,10 @@ bool take_record(NodeEndpoint* ne, uint8_t kind, uint32_t aux, const char* body,
   }
 }
 
-// Drains ring ne once: records taken, -1 if the drain lock is held elsewhere.  `peek`:
-// return 0 at once if nothing looks ready.
-int drain(NodeEndpoint* ne, bool peek) {
-  if (peek && !ne->view.ready()) return 0;
+// Drains ring ne once: records taken, -1 if the drain lock is held elsewhere.  Only the
+// lock's holder reads the ring's bytes (the drain zeroes them as it goes): a waiter's
+// poll takes the lock too - one RMW on a line of this process's.
+int drain(NodeEndpoint* ne) {
   if (!try_lock(ne->drain_lock)) return -1;
   const uint64_t rejected = ne->consumer.rejected;
   const int n = ne->view.drain(
@@ -403,7 +422,7 @@ bool NodeTransport::pass(bool* /*pending*/) {
       NodeEndpoint* ne =
           ring_owner_[w * 64 + static_cast<uint32_t>(b)].load(std::memory_order_acquire);
       if (ne == nullptr) continue;
-      const int n = drain(ne, /*peek=*/false);
+      const int n = drain(ne);
       // Held elsewhere, or more than one drain takes: look again in the next pass.
       // relaxed: this thread's own next pass reads it (no wake is owed).
       if (n < 0 || n >= kDrainMax)
@@ -430,12 +449,11 @@ bool NodeTransport::pass(bool* /*pending*/) {
   }
   for (size_t i = 0; i < acks_.size();) {
     const Ack& a = acks_[i];
-    node::Ring ring = a.to.peer->ring(a.to.ring);
     const bool done =
-        closing() || ring.push(
-                         kNodeAck, a.to.owner, 0, sizeof a.cookie,
-                         [&](char* at) { std::memcpy(at, &a.cookie, sizeof a.cookie); },
-                         a.to.peer->head_hint(a.to.ring)) == node::Ring::Push::kOk;
+        closing() ||
+        push_to(a.to.peer, a.to.ring, kNodeAck, a.to.owner, 0, sizeof a.cookie, [&](char* at) {
+          std::memcpy(at, &a.cookie, sizeof a.cookie);
+        }) == node::Ring::Push::kOk;
     if (done) {
       if (!closing()) ring_bell(a.to.peer, a.to.ring);
       acks_[i] = acks_.back();
@@ -567,7 +585,7 @@ int node_poll(Endpoint* ep) {
   if (ne == nullptr) return 0;
   // relaxed: a hint; the lock decides.
   if (ne->backlogged.load(std::memory_order_relaxed)) flush_backlog(ne, /*wait=*/false);
-  return drain(ne, /*peek=*/true);
+  return drain(ne);
 }
 
 namespace {
@@ -585,7 +603,7 @@ int node_poll_request(Request* r) {
   if (ne != nullptr && ne->backlogged.load(std::memory_order_relaxed)) {
     flush_backlog(ne, /*wait=*/false);
   }
-  return drain(&runtime()->node.ack_ring(), /*peek=*/true);
+  return drain(&runtime()->node.ack_ring());
 }
 
 bool node_fetch(const NodeRts& rts, Request* r, const RecvTarget& t, int64_t n, int* err) {
@@ -614,9 +632,9 @@ bool node_fetch(const NodeRts& rts, Request* r, const RecvTarget& t, int64_t n, 
   const NodeRoute to{p, static_cast<int>(rts.ack_ring),
                      node::Owner{rts.ack_ctx, rts.ack_local, rts.ack_generation}};
   const uint64_t cookie = rts.cookie;
-  const node::Ring::Push res = p->ring(to.ring).push(
-      kNodeAck, to.owner, 0, sizeof cookie,
-      [&](char* at) { std::memcpy(at, &cookie, sizeof cookie); }, p->head_hint(to.ring));
+  const node::Ring::Push res =
+      push_to(p, to.ring, kNodeAck, to.owner, 0, sizeof cookie,
+              [&](char* at) { std::memcpy(at, &cookie, sizeof cookie); });
   if (res == node::Ring::Push::kOk) {
     ring_bell(p, to.ring);
   } else {
@@ -666,7 +684,7 @@ void NodeWatch::leave() {
   attending_ = false;
   // Drain once more: a record published before a producer saw us attending rang no
   // doorbell.  If another thread drains now, or more is left, the pass takes over.
-  const int n = drain(ne_, /*peek=*/false);
+  const int n = drain(ne_);
   if (n < 0 || n >= kDrainMax) ring_own_bell(ne_->ring);
 }
 

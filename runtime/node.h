@@ -273,8 +273,6 @@ class NodeWatch {
   bool active() const { return ne_ != nullptr; }
   // One poll: attend (first time), drain, flush the backlog.  True if records came.
   bool poll();
-  // A record looks ready (a cheap peek for tight loops).
-  bool ready() const { return ne_ != nullptr && ne_->view.ready(); }
   // Before the waiter sleeps: stop attending and drain once more.  True if it was
   // attending (the caller polls its condition again before sleeping).
   bool withdraw() {

@@ -243,6 +243,35 @@ void send_local(const Payload& p, int dest, int tag, Endpoint* ep, bool rendezvo
 
 }  // namespace
 
+namespace {
+
+// send() to another process: the node way if both endpoints have rings (node.h), else
+// MPI.  *r: the operation's request (as in send()).  Out of line: the in-process path
+// keeps send()'s frame small.
+[[gnu::noinline]] int send_other_process(const Payload& p, int64_t bytes, Request* bsend_req,
+                                         bool sync, const EpAddr& a, int dest, int tag,
+                                         Endpoint* ep, bool blocking, bool burst, const char* call,
+                                         Request** r) {
+  Runtime* rt = runtime();
+  NodeRoute route;
+  const bool node = ep->node != nullptr && node_route(ep, dest, a.proc, &route);
+  // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
+  // posted in advance with that size), an eager record at most half its ring: a larger
+  // eager message goes as a rendezvous.
+  const bool rendezvous =
+      sync || bytes > rt->config.eager_limit ||
+      (node ? bytes > node_eager_max(route)
+            : bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
+  *r = bsend_req != nullptr ? bsend_req
+       : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
+                            : nullptr;
+  if (node) return send_node(p.buf, p.count, p.type, p.ti, tag, ep, route, rendezvous, *r, call);
+  return send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync, blocking, burst,
+                     *r, call);
+}
+
+}  // namespace
+
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
   Runtime* rt = runtime();
@@ -258,34 +287,20 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   }
   const bool sync = mode == SendMode::kSynchronous;
   const EpAddr& a = ep->comm->peer(dest);
-  bool rendezvous = sync || bytes > rt->config.eager_limit;
-  NodeRoute route;
-  bool node = false;
-  if (a.proc != rt->world_rank) {
-    // Another process of this node: the node way, if both endpoints have rings (node.h).
-    node = ep->node != nullptr && node_route(ep, dest, a.proc, &route);
-    // A packet to another process holds at most Engine::kMaxPacketBytes (its receives
-    // are posted in advance with that size), an eager record at most half its ring: a
-    // larger eager message goes as a rendezvous.
-    rendezvous |= node ? bytes > node_eager_max(route)
-                       : bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes -
-                                                      sizeof(WireHeader));
-  }
   // The operation's request: the user's one, or the internal one of a buffered send
   // (then the user's completes at once: the data was copied).  An eager send completes
   // in this call, so its user gets the shared complete request instead.
-  Request* r = bsend_req != nullptr ? bsend_req
-               : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
-                                    : nullptr;
+  Request* r;
   if (a.proc == rt->world_rank) {
+    const bool rendezvous = sync || bytes > rt->config.eager_limit;
+    r = bsend_req != nullptr ? bsend_req
+        : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
+                             : nullptr;
     send_local(p, dest, tag, ep, rendezvous, r);
-  } else if (node) {
-    const int err = send_node(p.buf, p.count, p.type, p.ti, tag, ep, route, rendezvous, r, call);
-    if (err != EP_SUCCESS) return err;
-  } else {
-    const int err = send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync,
-                                /*blocking=*/out == nullptr, burst, r, call);
-    if (err != EP_SUCCESS) return err;
+  } else if (const int err = send_other_process(p, bytes, bsend_req, sync, a, dest, tag, ep,
+                                                /*blocking=*/out == nullptr, burst, call, &r);
+             err != EP_SUCCESS) {
+    return err;
   }
   if (out != nullptr) {
     *out = r != nullptr && bsend_req == nullptr ? r : completed_send_request();

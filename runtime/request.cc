@@ -213,13 +213,15 @@ struct RequestWait {
   const std::atomic<uint32_t>* watch() const { return &r->state; }
   uint32_t mask() const { return Request::kComplete; }
   // A completion by a thread of this process: one load and one `pause` per round, as the
-  // atomic-flag baseline of the local ping-pong does.
+  // atomic-flag baseline of the local ping-pong does.  Not for a request that needs node
+  // traffic: its ring is polled every round (poll()), not once per 16 of them.
   bool spin_lightly() {
+    if (node.active()) return false;
     for (int k = 0; k < 16; ++k) {
       progress::cpu_relax();
       // relaxed: ready() re-reads with acquire.
       if ((r->state.load(std::memory_order_relaxed) & Request::kComplete) != 0 ||
-          (line != nullptr && line->delivered_hint()) || node.ready()) {
+          (line != nullptr && line->delivered_hint())) {
         return true;
       }
     }
