@@ -64,7 +64,7 @@ int reduction(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op
   if (err == EP_SUCCESS && sbuf == EP_IN_PLACE && !want_result) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf EP_IN_PLACE is only valid at the root");
   }
-  if (err == EP_SUCCESS && sbuf == nullptr && count > 0 && a.ti.size > 0 && is_builtin(type)) {
+  if (err == EP_SUCCESS && sbuf == nullptr && count > 0 && a.ti.size > 0 && a.ti.named) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but count is %d", count);
   }
   const Knows knows = reduction_knows(kind != Kind::kReduce || root_ok(ep, root), op, count, type);
@@ -263,10 +263,9 @@ int check_wbuf(const void* buf, const Part& p, bool send, const char* call) {
   }
   if (buf != nullptr) return EP_SUCCESS;
   const std::vector<int>& counts = send ? p.scounts : p.rcounts;
-  const std::vector<MPI_Datatype>& types = send ? p.stypes : p.rtypes;
   const std::vector<TypeInfo>& tis = send ? p.stis : p.rtis;
   for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0 && tis[i].size > 0 && is_builtin(types[i])) {
+    if (counts[i] > 0 && tis[i].size > 0 && tis[i].named) {
       return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count for rank %zu is %d", what,
                   i, counts[i]);
     }
@@ -344,7 +343,7 @@ int reduce_scatter(const void* sbuf, void* rbuf, const int* rcounts, int rcount,
   if (err == EP_SUCCESS) {
     err = check_triple(rbuf, p.rcounts[ep->rank], type, &a.ti, "receive ", call);
   }
-  if (err == EP_SUCCESS && sbuf == nullptr && total > 0 && a.ti.size > 0 && is_builtin(type)) {
+  if (err == EP_SUCCESS && sbuf == nullptr && total > 0 && a.ti.size > 0 && a.ti.named) {
     err = fail(EP_ERR_BUFFER, call, "sendbuf is NULL but the counts add up to %lld",
                static_cast<long long>(total));
   }

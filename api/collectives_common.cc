@@ -66,7 +66,7 @@ int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, co
   if (!ep::runtime::describe(type, ti)) {
     return fail(EP_ERR_TYPE, call, "%sdatatype is not a valid committed datatype", what);
   }
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti->size > 0 && ti->named) {
     return fail(EP_ERR_BUFFER, call, "%sbuffer is NULL but its count is %d", what, count);
   }
   return EP_SUCCESS;
@@ -87,9 +87,9 @@ int check_counts(const int* counts, const int* displs, int n, const char* what, 
 std::vector<int> uniform(int n, int count) {
   return std::vector<int>(static_cast<size_t>(n), count);
 }
-std::vector<int> strided(int n, int count) {
-  std::vector<int> d(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) d[i] = i * count;
+std::vector<int64_t> strided(int n, int count) {
+  std::vector<int64_t> d(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) d[i] = int64_t{i} * count;
   return d;
 }
 

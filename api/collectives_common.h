@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "api/entry.h"
@@ -53,9 +54,11 @@ int check_triple(const void* buf, int count, MPI_Datatype type, TypeInfo* ti, co
 // Per-peer counts and displacements: NULL arrays are EP_ERR_ARG, a negative count
 // EP_ERR_COUNT naming the peer.
 int check_counts(const int* counts, const int* displs, int n, const char* what, const char* call);
-// n counts of `count`; their displacements packed one after another.
+// n counts of `count`; their displacements packed one after another: rank * count
+// elements, 64-bit (the product need not fit in an int, and it is computed before the
+// count is checked).
 std::vector<int> uniform(int n, int count);
-std::vector<int> strided(int n, int count);
+std::vector<int64_t> strided(int n, int count);
 
 }  // namespace ep::api
 

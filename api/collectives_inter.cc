@@ -47,7 +47,7 @@ int no_in_place(const void* sbuf, const void* rbuf, const char* call) {
 
 // Per-remote-rank counts and displacements (`vector`), or `count` each, strided.
 int fill_counts(const int* counts, const int* displs, int count, int n, bool vector,
-                std::vector<int>* cv, std::vector<int>* dv, const char* what, const char* call) {
+                std::vector<int>* cv, std::vector<int64_t>* dv, const char* what, const char* call) {
   if (!vector) {
     *cv = uniform(n, count);
     *dv = strided(n, count);

@@ -11,6 +11,7 @@
 
 #include "api/attr.h"
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "runtime/request.h"
 
@@ -38,7 +39,7 @@ int EP_Comm_create_endpoints(MPI_Comm parent, int num_ep, MPI_Info info, EP_Comm
     return fail(EP_ERR_COMM, "EP_Comm_create_endpoints", "parent is MPI_COMM_NULL");
   }
   int inter = 0;
-  if (MPI_Comm_test_inter(parent, &inter) != MPI_SUCCESS) {
+  if (EP_MPI(MPI_Comm_test_inter(parent, &inter)) != MPI_SUCCESS) {
     return fail(EP_ERR_COMM, "EP_Comm_create_endpoints", "parent is not a valid MPI communicator");
   }
   if (inter) {

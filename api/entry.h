@@ -12,11 +12,12 @@
 //
 // Handle validation: every handle object begins with a word that names its kind (a
 // Request with its class's vtable pointer, the others with a magic number).  The as_*
-// functions below accept a handle only if its address is plausible and that word is
-// its kind's, so a null handle, a predefined constant (EP_ERRORS_RETURN,
-// EP_MESSAGE_NO_PROC: small integers, never dereferenced) or a live handle of another
-// kind is refused with the error of the expected kind.  A handle whose object was freed
-// is the user's error (MPI's too): the API sets freed handles to their null value.
+// functions below accept a handle only if its address is plausible (not a small
+// constant, aligned for its kind's object) and that word is its kind's, so a null
+// handle, a predefined constant (EP_ERRORS_RETURN, EP_MESSAGE_NO_PROC: small integers,
+// never dereferenced), a misaligned pointer or a live handle of another kind is refused
+// with the error of the expected kind.  A handle whose object was freed is the user's
+// error (MPI's too): the API sets freed handles to their null value.
 //
 // The concurrent-entry guard: one thread at a time may be inside a call on an endpoint
 // (runtime/comm.h).  Entry (taken by EP_GET_COMM) claims Endpoint::busy for the call; a
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
@@ -109,7 +111,7 @@ inline int handle(EP_Errhandler eh, EP_Comm comm, int code) {
   if (eh == EP_ERRORS_ARE_FATAL) {
     std::fprintf(stderr, "libep: fatal error: %s\n", ep::runtime::error_string(code).c_str());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, code);
+    EP_MPI(MPI_Abort(MPI_COMM_WORLD, code));
   }
   return call_user_errhandler(eh, comm, code);
 }
@@ -133,9 +135,15 @@ inline void set_request_errhandler(Request* r, Endpoint* ep) {
     }                                                                                       \
   } while (0)
 
-// Handle validation (see the top of this file): below this address, a handle is null
-// or a predefined constant, never an object.
-inline bool plausible_handle(const void* h) { return reinterpret_cast<uintptr_t>(h) >= 4096; }
+// Handle validation (see the top of this file): `h`, a handle taken as a pointer to the
+// object it should name, may name one - its address is not below 4096 (null or a
+// predefined constant, never an object) and is aligned for T (no object of T lies
+// elsewhere, and reading its kind word there would be undefined behaviour).
+template <class T>
+inline bool plausible_handle(const T* h) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(h);
+  return a >= 4096 && a % alignof(T) == 0;
+}
 
 inline Endpoint* as_endpoint(EP_Comm c) {
   auto* ep = reinterpret_cast<Endpoint*>(c);
@@ -164,7 +172,7 @@ inline int group_error(EP_Group g, const char* call, const char* arg) {
 // A request handle: the shared complete request's vtable pointer identifies the class
 // (Request is final: every Request has it).
 inline Request* as_request(EP_Request h) {
-  if (!plausible_handle(h)) return nullptr;
+  if (!plausible_handle(reinterpret_cast<const Request*>(h))) return nullptr;
   static const void* const vptr =
       *reinterpret_cast<const void* const*>(ep::runtime::completed_send_request());
   return *reinterpret_cast<const void* const*>(h) == vptr ? reinterpret_cast<Request*>(h) : nullptr;
@@ -213,19 +221,13 @@ inline int check_type(MPI_Datatype type, TypeInfo* ti, const char* call, const c
   return EP_SUCCESS;
 }
 
-inline bool is_builtin(MPI_Datatype type) {
-  int ni = 0, na = 0, nd = 0, combiner = 0;
-  MPI_Type_get_envelope(type, &ni, &na, &nd, &combiner);
-  return combiner == MPI_COMBINER_NAMED;
-}
-
 inline int check_buffer(const void* buf, int count, MPI_Datatype type, TypeInfo* ti,
                         const char* call) {
   if (count < 0) return fail(EP_ERR_COUNT, call, "count %d is negative", count);
   if (buf == EP_IN_PLACE) return fail(EP_ERR_BUFFER, call, "buffer is EP_IN_PLACE");
   int err = check_type(type, ti, call, "datatype");
   if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti->size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti->size > 0 && ti->named) {
     return fail(EP_ERR_BUFFER, call, "buffer is NULL but count is %d", count);
   }
   return EP_SUCCESS;

@@ -1,10 +1,12 @@
 // env.cc - the C entry points of libep's environment: EP_Init and EP_Finalize (with the
 // collective and one-sided handlers they install and remove), the init and thread
 // queries, EP_Wtime, EP_Error_string (a communicator's error handler: errhandler.cc).
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "collectives/coll.h"
 #include "collectives/engine.h"
 #include "ep/ep.h"
@@ -20,13 +22,17 @@ using namespace ep::api;  // NOLINT(build/namespaces): the shared entry-point he
 extern "C" {
 
 int EP_Init(void) {
-  if (runtime() != nullptr) return fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized");
-  int err = ep::runtime::runtime_init();
-  if (err == EP_SUCCESS) {
-    ep::collectives::install();  // collective schedules run in passes
-    ep::rma::rma_init();         // one-sided packets reach the window handler
+  const int err = runtime() != nullptr
+                      ? fail(EP_ERR_OTHER, "EP_Init", "libep is already initialized")
+                      : ep::runtime::runtime_init();
+  if (err != EP_SUCCESS) {
+    // Every failure says why, in one line (API.md, "Clarifications").
+    std::fprintf(stderr, "libep: %s\n", ep::runtime::error_string(err).c_str());
+    return err;
   }
-  return err;
+  ep::collectives::install();  // collective schedules run in passes
+  ep::rma::rma_init();         // one-sided packets reach the window handler
+  return EP_SUCCESS;
 }
 
 int EP_Finalize(void) {
@@ -54,11 +60,11 @@ int EP_Query_thread(int* provided) {
 int EP_Is_thread_main(int* flag) {
   EP_CHECK_INIT("EP_Is_thread_main");
   if (flag == nullptr) return fail(EP_ERR_ARG, "EP_Is_thread_main", "flag is NULL");
-  MPI_Is_thread_main(flag);
+  EP_MPI(MPI_Is_thread_main(flag));
   return EP_SUCCESS;
 }
 
-double EP_Wtime(void) { return MPI_Wtime(); }
+double EP_Wtime(void) { return EP_MPI(MPI_Wtime()); }
 
 int EP_Error_string(int code, char* string, int* resultlen) {
   if (string == nullptr || resultlen == nullptr) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 
 namespace {
@@ -91,9 +92,9 @@ int EP_Status_set_elements(EP_Status* status, MPI_Datatype datatype, int count) 
   // representation EP_Get_elements/EP_Get_count decode.
   MPI_Status st;
   std::memset(&st, 0, sizeof(st));
-  MPI_Status_set_elements(&st, datatype, count);
+  EP_MPI(MPI_Status_set_elements(&st, datatype, count));
   MPI_Count bytes = 0;
-  MPI_Get_elements_x(&st, MPI_BYTE, &bytes);
+  EP_MPI(MPI_Get_elements_x(&st, MPI_BYTE, &bytes));
   status->ep_bytes_ = bytes;
   return EP_SUCCESS;
 }

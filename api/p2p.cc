@@ -14,6 +14,7 @@
 
 #include "api/entry.h"
 #include "api/request.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
@@ -480,7 +481,7 @@ int EP_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int s
   }
   // Send a packed copy, receive into the buffer itself.
   std::vector<char> packed(static_cast<size_t>(ti.size * count));
-  ep::runtime::pack(buf, count, type, ti, packed.data());
+  ep::runtime::pack(buf, count, ti, packed.data());
   return sendrecv_impl(packed.data(), static_cast<int>(packed.size()), MPI_PACKED, dest, sendtag,
                        buf, count, type, source, recvtag, comm, status, call);
 }
@@ -573,8 +574,8 @@ int EP_Get_elements(const EP_Status* status, MPI_Datatype type, int* count) {
   if (err != EP_SUCCESS) return err;
   MPI_Status st;
   std::memset(&st, 0, sizeof(st));
-  MPI_Status_set_elements_x(&st, MPI_BYTE, status->ep_bytes_);
-  MPI_Get_elements(&st, type, count);
+  EP_MPI(MPI_Status_set_elements_x(&st, MPI_BYTE, status->ep_bytes_));
+  EP_MPI(MPI_Get_elements(&st, type, count));
   return EP_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
-// rma_entry.h - what the one-sided entry points share (api/rma.cc, api/rma_more.cc):
-// the window handle's check and guard, the window's error handler, the argument checks
-// that need no window state, and run_op (every data-moving call ends there).
+// rma_entry.h - what the one-sided entry points share (api/rma.cc, rma_windows.cc,
+// rma_requests.cc, rma_sync.cc): the window handle's check and guard, the window's error
+// handler, the argument checks that need no window state, and run_op (every data-moving
+// call ends there).
 //
 // Internal to api/; the functions run on the calling endpoint's thread.
 //
@@ -12,6 +13,7 @@
 #include <cstring>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 #include "rma/window.h"
 
@@ -75,7 +77,7 @@ inline int check_data(const void* buf, int count, MPI_Datatype type, const char*
   TypeInfo ti;
   int err = check_type(type, &ti, call, type_arg);
   if (err != EP_SUCCESS) return err;
-  if (buf == nullptr && count > 0 && ti.size > 0 && is_builtin(type)) {
+  if (buf == nullptr && count > 0 && ti.size > 0 && ti.named) {
     return fail(EP_ERR_BUFFER, call, "%s is NULL but %s is %d", buf_arg, count_arg, count);
   }
   return EP_SUCCESS;
@@ -87,7 +89,7 @@ inline bool node_paths(MPI_Info info) {
   if (info == MPI_INFO_NULL) return true;
   char value[16] = {0};
   int flag = 0;
-  MPI_Info_get(info, "ep_shared_memory", static_cast<int>(sizeof(value)) - 1, value, &flag);
+  EP_MPI(MPI_Info_get(info, "ep_shared_memory", static_cast<int>(sizeof(value)) - 1, value, &flag));
   return !(flag && std::strcmp(value, "false") == 0);
 }
 

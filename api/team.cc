@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "api/entry.h"
+#include "base/mpi_calls.h"
 #include "ep/ep.h"
 
 namespace {
@@ -33,7 +34,7 @@ int read_balanced(MPI_Info info, bool* balanced, const char* call) {
   if (info == MPI_INFO_NULL) return EP_SUCCESS;
   char value[16] = {0};
   int flag = 0;
-  if (MPI_Info_get(info, "balanced", static_cast<int>(sizeof(value)) - 1, value, &flag) !=
+  if (EP_MPI(MPI_Info_get(info, "balanced", static_cast<int>(sizeof(value)) - 1, value, &flag)) !=
       MPI_SUCCESS) {
     return fail(EP_ERR_ARG, call, "info is not a valid MPI_Info");
   }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "collectives/fast.h"
 #include "collectives/internal.h"
 #include "runtime/exchange.h"
@@ -306,6 +307,14 @@ bool poll_schedules(bool* pending) {
   return progressed;
 }
 
+namespace {
+// An operation's references on its arguments' datatype (OpArgs::held, keeper).
+void hold_args(OpArgs* a) {
+  a->held = a->ti;
+  if (a->op != MPI_OP_NULL && !a->ti.named) EP_MPI(MPI_Type_dup(a->type, &a->keeper));
+}
+}  // namespace
+
 Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<CollOp>()>& make) {
   CommShared* c = ep->comm;
   FragState* fs = state_of(c);
@@ -320,6 +329,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
     std::unique_ptr<CollOp>& slot = fs->arriving[tag];
     if (!slot) {
       slot = make();
+      if (part.knows == Knows::kAll) hold_args(&slot->args);  // (a hole's may be invalid)
       slot->c = c;
       slot->tag = tag;
       slot->knows = part.knows;
@@ -327,6 +337,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
       slot->missing = static_cast<int>(c->local.size());
     } else if (part.knows > slot->knows) {  // better informed: the op rests on our args
       std::unique_ptr<CollOp> better = make();
+      if (part.knows == Knows::kAll) hold_args(&better->args);
       better->c = c;
       better->tag = tag;
       better->knows = part.knows;
@@ -342,6 +353,7 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
         slot->args.team = team;
       }
     }
+    part.hold_types();
     slot->parts[static_cast<size_t>(ep->local_index)] = std::move(part);
     if (--slot->missing == 0) {
       started = std::move(slot);
@@ -352,8 +364,20 @@ Request* arrive(Endpoint* ep, Part part, const std::function<std::unique_ptr<Col
   return r;
 }
 
+void Part::hold_types() {
+  for (const TypeInfo* ti : {&sti, &rti}) {
+    if (ti->desc != nullptr) held.emplace_back(*ti);
+  }
+  for (const std::vector<TypeInfo>* v : {&stis, &rtis}) {
+    for (const TypeInfo& ti : *v) {
+      if (ti.desc != nullptr) held.emplace_back(ti);
+    }
+  }
+}
+
 CollOp::~CollOp() {
   if (args.team != nullptr) args.team->unref();
+  if (args.keeper != MPI_DATATYPE_NULL) EP_MPI(MPI_Type_free(&args.keeper));
   // Large blobs go back for the next operation (runtime/exchange.h).
   runtime::give_blob(std::move(out));
   for (std::string& b : in) runtime::give_blob(std::move(b));

@@ -68,6 +68,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -103,12 +104,20 @@ struct Part {
   int scount = 0, rcount = 0;
   MPI_Datatype stype = MPI_BYTE, rtype = MPI_BYTE;
   TypeInfo sti, rti;
-  std::vector<int> scounts, sdispls, rcounts, rdispls;  // v-variants (by peer rank)
+  // v-variants (by peer rank).  Displacements are 64-bit: a uniform form's are
+  // rank * count, which need not fit in an int.
+  std::vector<int> scounts, rcounts;
+  std::vector<int64_t> sdispls, rdispls;
   // Alltoallw only (by peer rank): each peer's datatype and its description; the
   // displacements above are then in bytes, as MPI 3.1 section 5.8 says.
   std::vector<MPI_Datatype> stypes, rtypes;
   std::vector<TypeInfo> stis, rtis;
   Request* req = nullptr;
+  // References on the descriptions above (runtime/datatype.h, "Lifetime"), taken when
+  // the part joins its operation (hold_types): the endpoint's call may return before
+  // the operation is done, and the application may free its datatypes then.
+  std::vector<runtime::TypeRef> held;
+  void hold_types();
 };
 
 // kPeers (intercommunicators only): one round in which this fragment sends to the
@@ -128,6 +137,14 @@ struct OpArgs {
   // waiting in EP_Team_leave/sync take chunks of the combine and copy steps.  The op
   // holds a reference (dropped by ~CollOp).
   runtime::Team* team = nullptr;
+  // The operation's own references (see Part::held): on ti's description, and, for a
+  // reduction over a derived type, on the type itself: MPI_Reduce_local and a user op
+  // take `type`, the application's handle, which the application may free before the
+  // reduction runs.  MPICH keeps a type - and its handle - alive while a type built on
+  // it lives: `keeper` is such a type (a duplicate, never used otherwise; freed by
+  // ~CollOp).
+  runtime::TypeRef held;
+  MPI_Datatype keeper = MPI_DATATYPE_NULL;
 };
 
 // What a collective does in phases 1 and 3 (phase 2 is the pattern).

@@ -39,7 +39,7 @@ class FastScratch {
         a_.ti.size * a_.count <= kFastBytes) {
       ptr_ = stack_;
     } else {
-      heap_ = std::make_unique<TypedBuffer>(a_.count, a_.type);
+      heap_ = std::make_unique<TypedBuffer>(a_.count, a_.ti);
       ptr_ = heap_->get();
     }
     return ptr_;
@@ -74,7 +74,7 @@ int run_ring(CommShared* c, FastState* fs, const std::vector<const void*>& xs, v
     if (o != acc) outs.push_back(o);
   }
   // One block of scratch: the largest block has ceil(count / nfrag) elements.
-  TypedBuffer block((a.count + nfrag - 1) / nfrag, a.type);
+  TypedBuffer block((a.count + nfrag - 1) / nfrag, a.ti);
   return runtime::from_mpi(
       ring_exchange(fs->pcomm, c->my_frag, nfrag, xs, acc, outs, block.get(), a));
 }
@@ -83,11 +83,10 @@ int run_ring(CommShared* c, FastState* fs, const std::vector<const void*>& xs, v
 // frag_allgather on kFastTag, combined in fragment order into `acc`.
 void run_fallback(CommShared* c, const void* in, void* acc, FastScratch& tmp, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
-  std::vector<std::string> blobs =
-      runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.type, a.ti));
-  unpack_n(blobs[nfrag - 1], acc, a.count, a.type, a.ti);
+  std::vector<std::string> blobs = runtime::frag_allgather(c, kFastTag, pack_n(in, a.count, a.ti));
+  unpack_n(blobs[nfrag - 1], acc, a.count, a.ti);
   for (int f = nfrag - 2; f >= 0; --f) {
-    unpack_n(blobs[f], tmp.get(), a.count, a.type, a.ti);
+    unpack_n(blobs[f], tmp.get(), a.count, a.ti);
     reduce_into(tmp.get(), acc, a.count, a);
   }
 }
@@ -110,7 +109,7 @@ int fast_last(CommShared* c, FastState* fs, const OpArgs& a) {
     // A fragment of holes that knows the arguments adds zeros (what a hole contributes
     // is unspecified) so that the other fragments' exchange goes on.
     void* z = scratch.get();
-    unpack_n(std::string(static_cast<size_t>(a.ti.size * a.count), '\0'), z, a.count, a.type, a.ti);
+    unpack_n(std::string(static_cast<size_t>(a.ti.size * a.count), '\0'), z, a.count, a.ti);
     xs.push_back(z);
   }
   void* acc = outs.empty() ? tmp.get() : combine_target(xs, outs, scratch);  // partial, result

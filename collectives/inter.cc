@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "collectives/coll.h"
 #include "collectives/internal.h"
@@ -58,7 +59,7 @@ using runtime::BlobWriter;
 
 bool is_commutative(MPI_Op op) {
   int flag = 1;
-  MPI_Op_commutative(op, &flag);
+  EP_MPI(MPI_Op_commutative(op, &flag));
   return flag != 0;
 }
 
@@ -128,14 +129,14 @@ class BcastOp final : public InterOp {
     }
     Part* r = root_part();
     if (r == nullptr) return;  // kNone
-    if (!r->hole) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    if (!r->hole) out = pack_n(r->rbuf, r->rcount, r->rti);
     pattern = Pattern::kPeers;
     peer_sends = all_remote();
   }
   void finish() override {
     if (informed() == nullptr || in_root_group()) return;
     for (Part& p : parts) {
-      if (!p.hole) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rtype, p.rti);
+      if (!p.hole) unpack_n(in[root_frag], p.rbuf, p.rcount, p.rti);
     }
   }
 };
@@ -154,7 +155,7 @@ class GatherOp final : public InterOp {
     }
     BlobWriter w;
     for (const Part& p : parts) {
-      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.sti));
     }
     out = w.take();
     if (all_) {
@@ -170,7 +171,7 @@ class GatherOp final : public InterOp {
       for_ranked(blob, [&](int r, std::string& b) {
         for (Part& p : parts) {
           if (p.hole || (!all_ && p.root != kRoot)) continue;
-          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
+          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rti);
         }
       });
     }
@@ -194,7 +195,7 @@ class ScatterOp final : public InterOp {
     std::vector<BlobWriter> w = writers();
     for (int d = 0; d < c->remote_size && !r->hole; ++d) {
       put_ranked(w[c->remote_frag_of[d]], d,
-                 pack_n(elem(r->sbuf, r->sdispls[d], r->sti), r->scounts[d], r->stype, r->sti));
+                 pack_n(elem(r->sbuf, r->sdispls[d], r->sti), r->scounts[d], r->sti));
     }
     take_out_for(w);
     pattern = Pattern::kPeers;
@@ -204,7 +205,7 @@ class ScatterOp final : public InterOp {
     if (informed() == nullptr || in_root_group()) return;
     for_ranked(in[root_frag], [&](int r, std::string& b) {
       Part* p = part_of_rank(*this, r);
-      if (p != nullptr && !p->hole) unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+      if (p != nullptr && !p->hole) unpack_n(b, p->rbuf, p->rcount, p->rti);
     });
   }
 };
@@ -258,7 +259,7 @@ class ReduceOp final : public InterOp {
   void finish() override {
     if (kind_ == Kind::kReduce && root_part() == nullptr) return;  // no result here
     if (!has_data()) return;
-    TypedBuffer acc(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti);
     if (!combine_remote(acc.get())) return;  // the other group sent nothing
     for (Part& p : parts) {
       if (p.hole) continue;
@@ -282,20 +283,20 @@ class ReduceOp final : public InterOp {
       for (const Part& p : parts) {
         if (!p.hole) xs.push_back(p.sbuf);
       }
-      TypedBuffer acc(args.count, args.type);
+      TypedBuffer acc(args.count, args.ti);
       reduce_all(xs, acc.get(), args.count, args);
-      return pack_n(acc.get(), args.count, args.type, args.ti, args.team);
+      return pack_n(acc.get(), args.count, args.ti, args.team);
     }
     BlobWriter w;
     for (const Part& p : parts) {
-      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.type, args.ti));
+      if (!p.hole) put_ranked(w, p.rank, pack_n(p.sbuf, args.count, args.ti));
     }
     return w.take();
   }
   // acc = the other group's combination, in its rank order; empty contributions (holes)
   // add nothing.  False if every contribution was empty (acc unwritten).
   bool combine_remote(void* acc) {
-    TypedBuffer tmp(args.count, args.type);
+    TypedBuffer tmp(args.count, args.ti);
     std::vector<std::string> by_rank;
     if (is_commutative(args.op) || c->remote_grouped) {
       by_rank = std::move(in);  // partials by remote fragment = rank order
@@ -309,10 +310,10 @@ class ReduceOp final : public InterOp {
     int last = static_cast<int>(by_rank.size()) - 1;
     while (last >= 0 && by_rank[last].empty()) --last;
     if (last < 0) return args.count == 0;
-    unpack_n(by_rank[last], acc, args.count, args.type, args.ti, args.team);
+    unpack_n(by_rank[last], acc, args.count, args.ti, args.team);
     for (int i = last - 1; i >= 0; --i) {
       if (by_rank[i].empty()) continue;
-      unpack_n(by_rank[i], tmp.get(), args.count, args.type, args.ti, args.team);
+      unpack_n(by_rank[i], tmp.get(), args.count, args.ti, args.team);
       reduce_into(tmp.get(), acc, args.count, args);
     }
     return true;

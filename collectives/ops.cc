@@ -19,14 +19,13 @@ using runtime::BlobWriter;
 std::string pack_peer_block(const Part& p, bool receive_side, bool w, int d) {
   const void* base = receive_side ? p.rbuf : p.sbuf;
   const std::vector<int>& cnt = receive_side ? p.rcounts : p.scounts;
-  const std::vector<int>& dsp = receive_side ? p.rdispls : p.sdispls;
+  const std::vector<int64_t>& dsp = receive_side ? p.rdispls : p.sdispls;
   if (w) {
-    const std::vector<MPI_Datatype>& ts = receive_side ? p.rtypes : p.stypes;
     const std::vector<TypeInfo>& tis = receive_side ? p.rtis : p.stis;
-    return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], ts[d], tis[d]);
+    return pack_n(static_cast<const char*>(base) + dsp[d], cnt[d], tis[d]);
   }
   const TypeInfo& ti = receive_side ? p.rti : p.sti;
-  return pack_n(elem(base, dsp[d], ti), cnt[d], receive_side ? p.rtype : p.stype, ti);
+  return pack_n(elem(base, dsp[d], ti), cnt[d], ti);
 }
 
 void unpack_peer_blocks(CollOp& op, bool w) {
@@ -39,10 +38,9 @@ void unpack_peer_blocks(CollOp& op, bool w) {
       Part* p = part_of_rank(op, dst);
       if (p == nullptr || p->hole) continue;
       if (w) {
-        unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src],
-                 p->rtypes[src], p->rtis[src]);
+        unpack_n(b, static_cast<char*>(p->rbuf) + p->rdispls[src], p->rcounts[src], p->rtis[src]);
       } else {
-        unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rtype, p->rti);
+        unpack_n(b, elem(p->rbuf, p->rdispls[src], p->rti), p->rcounts[src], p->rti);
       }
     }
   }
@@ -63,12 +61,12 @@ class BcastOp final : public CollOp {
     pattern = Pattern::kBcast;
     root_frag = c->frag_of[args.root];
     Part* r = part_of_rank(*this, args.root);
-    if (r != nullptr && !r->hole) out = pack_n(r->rbuf, r->rcount, r->rtype, r->rti);
+    if (r != nullptr && !r->hole) out = pack_n(r->rbuf, r->rcount, r->rti);
   }
   void finish() override {
     const std::string& data = in[root_frag];
     for (Part& p : parts) {
-      if (p.rank != args.root && !p.hole) unpack_n(data, p.rbuf, p.rcount, p.rtype, p.rti);
+      if (p.rank != args.root && !p.hole) unpack_n(data, p.rbuf, p.rcount, p.rti);
     }
   }
 };
@@ -85,11 +83,10 @@ class GatherOp final : public CollOp {
     for (const Part& p : parts) {
       if (p.hole) continue;
       if (p.sbuf == in_place()) {  // the block already sits in the receive buffer
-        put_ranked(
-            w, p.rank,
-            pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti), p.rcounts[p.rank], p.rtype, p.rti));
+        put_ranked(w, p.rank,
+                   pack_n(elem(p.rbuf, p.rdispls[p.rank], p.rti), p.rcounts[p.rank], p.rti));
       } else {
-        put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.stype, p.sti));
+        put_ranked(w, p.rank, pack_n(p.sbuf, p.scount, p.sti));
       }
     }
     out = w.take();
@@ -102,7 +99,7 @@ class GatherOp final : public CollOp {
           if (p.hole || (!all_ && p.rank != args.root) || (p.sbuf == in_place() && r == p.rank)) {
             continue;
           }
-          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rtype, p.rti);
+          unpack_n(b, elem(p.rbuf, p.rdispls[r], p.rti), p.rcounts[r], p.rti);
         }
       });
     }
@@ -127,9 +124,9 @@ class ScatterOp final : public CollOp {
     }
     std::vector<BlobWriter> w(c->frag_leaders.size());
     for (int r = 0; r < c->size; ++r) {
-      put_ranked(w[c->frag_of[r]], r,
-                 pack_n(elem(root->sbuf, root->sdispls[r], root->sti), root->scounts[r],
-                        root->stype, root->sti));
+      put_ranked(
+          w[c->frag_of[r]], r,
+          pack_n(elem(root->sbuf, root->sdispls[r], root->sti), root->scounts[r], root->sti));
     }
     out_for.clear();
     for (BlobWriter& x : w) out_for.push_back(x.take());
@@ -138,7 +135,7 @@ class ScatterOp final : public CollOp {
     for_ranked(in[c->my_frag == root_frag ? c->my_frag : root_frag], [&](int r, std::string& b) {
       Part* p = part_of_rank(*this, r);
       if (p == nullptr || p->hole || (r == args.root && p->rbuf == in_place())) return;
-      unpack_n(b, p->rbuf, p->rcount, p->rtype, p->rti);
+      unpack_n(b, p->rbuf, p->rcount, p->rti);
     });
   }
 };

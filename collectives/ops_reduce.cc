@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 #include "collectives/coll.h"
 #include "collectives/internal.h"
@@ -18,7 +19,7 @@ using runtime::BlobWriter;
 
 bool commutative(MPI_Op op) {
   int flag = 1;
-  MPI_Op_commutative(op, &flag);
+  EP_MPI(MPI_Op_commutative(op, &flag));
   return flag != 0;
 }
 
@@ -41,14 +42,14 @@ class ReduceOp final : public CollOp {
         out = runtime::take_blob(static_cast<size_t>(args.ti.size * args.count));
         reduce_all(xs, typed(out), args.count, args);
       } else {
-        TypedBuffer acc(args.count, args.type);
+        TypedBuffer acc(args.count, args.ti);
         reduce_all(xs, acc.get(), args.count, args);
-        out = pack_n(acc.get(), args.count, args.type, args.ti, args.team);
+        out = pack_n(acc.get(), args.count, args.ti, args.team);
       }
     } else {  // every rank's input
       BlobWriter w;
       for (const Part& p : parts) {
-        if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+        if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.ti));
       }
       out = w.take();
     }
@@ -62,7 +63,7 @@ class ReduceOp final : public CollOp {
       finish_in_place();
       return;
     }
-    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti), tmp(args.count, args.ti);
     std::vector<std::string*> xs;  // the contributions in rank order
     std::vector<std::string> by_rank;
     if (ordered_) {
@@ -77,10 +78,10 @@ class ReduceOp final : public CollOp {
     int last = static_cast<int>(xs.size()) - 1;
     while (last >= 0 && xs[last]->empty()) --last;
     if (last < 0) return;
-    unpack_n(*xs[last], acc.get(), args.count, args.type, args.ti, args.team);
+    unpack_n(*xs[last], acc.get(), args.count, args.ti, args.team);
     for (int i = last - 1; i >= 0; --i) {
       if (xs[i]->empty()) continue;
-      unpack_n(*xs[i], tmp.get(), args.count, args.type, args.ti, args.team);
+      unpack_n(*xs[i], tmp.get(), args.count, args.ti, args.team);
       reduce_into(tmp.get(), acc.get(), args.count, args);
     }
     for (Part& p : parts) {
@@ -134,7 +135,7 @@ class ScanOp final : public CollOp {
     pattern = Pattern::kAllgather;
     BlobWriter w;
     for (const Part& p : parts) {
-      if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.type, args.ti));
+      if (!p.hole) put_ranked(w, p.rank, pack_n(input_of(p), args.count, args.ti));
     }
     out = w.take();
   }
@@ -148,16 +149,16 @@ class ScanOp final : public CollOp {
         have[r] = true;
       });
     }
-    TypedBuffer acc(args.count, args.type), tmp(args.count, args.type);
+    TypedBuffer acc(args.count, args.ti), tmp(args.count, args.ti);
     for (Part& p : parts) {
       if (p.hole) continue;
       int last = exclusive_ ? p.rank - 1 : p.rank;  // x0 op ... op x(last)
       while (last >= 0 && !have[last]) --last;
       if (last < 0) continue;  // Exscan at rank 0: the receive buffer is undefined
-      unpack_n(by_rank[last], acc.get(), args.count, args.type, args.ti);
+      unpack_n(by_rank[last], acc.get(), args.count, args.ti);
       for (int q = last - 1; q >= 0; --q) {
         if (!have[q]) continue;
-        unpack_n(by_rank[q], tmp.get(), args.count, args.type, args.ti);
+        unpack_n(by_rank[q], tmp.get(), args.count, args.ti);
         reduce_into(tmp.get(), acc.get(), args.count, args);
       }
       copy_n(acc.get(), p.rbuf, args.count, args);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "collectives/fast.h"
 #include "collectives/reduce_util.h"
 #include "runtime/wait.h"
@@ -29,8 +30,8 @@ bool all_distinct(std::vector<int> v) {
 // unique in its process among live communicators, and every member knows it.
 int pcomm_tag(const CommShared* c) {
   int world = 1, *tag_ub = nullptr, flag = 0;
-  MPI_Comm_size(base_comm(), &world);
-  MPI_Comm_get_attr(base_comm(), MPI_TAG_UB, &tag_ub, &flag);
+  EP_MPI(MPI_Comm_size(base_comm(), &world));
+  EP_MPI(MPI_Comm_get_attr(base_comm(), MPI_TAG_UB, &tag_ub, &flag));
   const int64_t ub = flag != 0 ? *tag_ub : 32767;
   const runtime::EpAddr& first = c->addr[c->frag_leaders[0]];
   return static_cast<int>((static_cast<int64_t>(first.ctx / 2) * world + first.proc) % ub);
@@ -50,9 +51,9 @@ bool vote_on_pcomm(const CommShared* c, const std::vector<int>& procs, int tag, 
   for (int f = 0; f < n; ++f) {
     if (f == c->my_frag) continue;
     reqs.emplace_back();
-    MPI_Irecv(&votes[f], 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back());
+    EP_MPI(MPI_Irecv(&votes[f], 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back()));
     reqs.emplace_back();
-    MPI_Isend(&mine_ok, 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back());
+    EP_MPI(MPI_Isend(&mine_ok, 1, MPI_CHAR, procs[f], tag, base_comm(), &reqs.back()));
   }
   votes[c->my_frag] = mine_ok;
   return runtime::wait_mpi(reqs.data(), static_cast<int>(reqs.size())) == MPI_SUCCESS &&
@@ -63,16 +64,16 @@ bool vote_on_pcomm(const CommShared* c, const std::vector<int>& procs, int tag, 
 // MPI_COMM_NULL if MPI refused.
 MPI_Comm create_pcomm(const std::vector<int>& procs, int tag) {
   MPI_Group all = MPI_GROUP_NULL, mine = MPI_GROUP_NULL;
-  MPI_Comm_group(base_comm(), &all);
-  MPI_Group_incl(all, static_cast<int>(procs.size()), procs.data(), &mine);
+  EP_MPI(MPI_Comm_group(base_comm(), &all));
+  EP_MPI(MPI_Group_incl(all, static_cast<int>(procs.size()), procs.data(), &mine));
   MPI_Comm pcomm = MPI_COMM_NULL;
-  if (MPI_Comm_create_group(base_comm(), mine, tag, &pcomm) == MPI_SUCCESS) {
-    MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN);
+  if (EP_MPI(MPI_Comm_create_group(base_comm(), mine, tag, &pcomm)) == MPI_SUCCESS) {
+    EP_MPI(MPI_Comm_set_errhandler(pcomm, MPI_ERRORS_RETURN));
   } else {
     pcomm = MPI_COMM_NULL;
   }
-  MPI_Group_free(&mine);
-  MPI_Group_free(&all);
+  EP_MPI(MPI_Group_free(&mine));
+  EP_MPI(MPI_Group_free(&all));
   return pcomm;
 }
 
@@ -81,7 +82,7 @@ MPI_Comm create_pcomm(const std::vector<int>& procs, int tag) {
 FastState::~FastState() {
   // The fragment retires (no operation runs); MPICH frees a communicator locally.
   if (pcomm != MPI_COMM_NULL) {
-    MPI_Comm_free(&pcomm);
+    EP_MPI(MPI_Comm_free(&pcomm));
     release_process_comm();
   }
 }
@@ -118,8 +119,8 @@ int exchange(MPI_Comm pc, int me, int n, void* acc, void* tmp, const OpArgs& a) 
   auto step = [&](int peer, int tag, Dir dir, const void* sbuf, void* rbuf) {
     MPI_Request r[2];
     int k = 0;
-    if ((dir & kRecv) != 0) MPI_Irecv(rbuf, a.count, a.type, peer, tag, pc, &r[k++]);
-    if ((dir & kSend) != 0) MPI_Isend(sbuf, a.count, a.type, peer, tag, pc, &r[k++]);
+    if ((dir & kRecv) != 0) EP_MPI(MPI_Irecv(rbuf, a.count, a.type, peer, tag, pc, &r[k++]));
+    if ((dir & kSend) != 0) EP_MPI(MPI_Isend(sbuf, a.count, a.type, peer, tag, pc, &r[k++]));
     return runtime::wait_mpi(r, k);
   };
   int pof2 = 1;
@@ -197,8 +198,8 @@ int ring_exchange(MPI_Comm pc, int me, int n, const std::vector<const void*>& xs
   };
   auto swap = [&](int tag, int sj, int rj, void* rbuf) {
     MPI_Request r[2];
-    MPI_Irecv(rbuf, len(rj), a.type, blk(me - 1), tag, pc, &r[0]);
-    MPI_Isend(elem(acc, off(sj), ti), len(sj), a.type, blk(me + 1), tag, pc, &r[1]);
+    EP_MPI(MPI_Irecv(rbuf, len(rj), a.type, blk(me - 1), tag, pc, &r[0]));
+    EP_MPI(MPI_Isend(elem(acc, off(sj), ti), len(sj), a.type, blk(me + 1), tag, pc, &r[1]));
     return runtime::wait_mpi(r, 2);
   };
   combine(me, nullptr, false);

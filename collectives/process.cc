@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/mpi_calls.h"
 #include "collectives/engine.h"
 #include "collectives/internal.h"
 #include "runtime/transport.h"
@@ -34,15 +35,16 @@ int count_cores(MPI_Comm base) {
   if (sched_getaffinity(0, sizeof(mine), &mine) != 0) return 1;
   const int own = std::max(1, CPU_COUNT(&mine));
   MPI_Comm node = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) {
+  if (EP_MPI(MPI_Comm_split_type(base, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)) !=
+      MPI_SUCCESS) {
     return own;
   }
   int n = 1;
-  MPI_Comm_size(node, &n);
+  EP_MPI(MPI_Comm_size(node, &n));
   std::vector<cpu_set_t> all(static_cast<size_t>(n));
   const int bytes = static_cast<int>(sizeof(cpu_set_t));
-  const int err = MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, node);
-  MPI_Comm_free(&node);
+  const int err = EP_MPI(MPI_Allgather(&mine, bytes, MPI_BYTE, all.data(), bytes, MPI_BYTE, node));
+  EP_MPI(MPI_Comm_free(&node));
   if (err != MPI_SUCCESS) return own;
   double share = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
@@ -77,14 +79,14 @@ void override_process_cores(int n) { g_cores_override.store(n, std::memory_order
 
 void install() {
   runtime::set_pass_hook(&poll_schedules);
-  MPI_Comm_dup(MPI_COMM_WORLD, &g_base);
-  MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN);
-  MPI_Comm_set_name(g_base, "ep-fragments");
+  EP_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &g_base));
+  EP_MPI(MPI_Comm_set_errhandler(g_base, MPI_ERRORS_RETURN));
+  EP_MPI(MPI_Comm_set_name(g_base, "ep-fragments"));
   g_cores = count_cores(g_base);
 }
 
 void uninstall() {
-  if (g_base != MPI_COMM_NULL) MPI_Comm_free(&g_base);
+  if (g_base != MPI_COMM_NULL) EP_MPI(MPI_Comm_free(&g_base));
 }
 
 }  // namespace ep::collectives

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/mpi_calls.h"
 #include "collectives/coll.h"
 #include "runtime/reduce.h"
 
@@ -82,13 +83,11 @@ ScratchPool& scratch_pool() {
 
 void release_scratch() { scratch_pool().clear(); }
 
-TypedBuffer::TypedBuffer(int count, MPI_Datatype type) {
-  MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-  MPI_Type_get_extent(type, &lb, &extent);
-  MPI_Type_get_true_extent(type, &tlb, &textent);
-  size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * extent) : 0;
+TypedBuffer::TypedBuffer(int count, const TypeInfo& ti) {
+  const int64_t textent = runtime::true_extent(ti);
+  size_t span = count > 0 ? static_cast<size_t>(textent + (count - 1) * ti.extent) : 0;
   mem_ = scratch_pool().take(span + 1, &cap_);  // every use writes it before reading
-  base_ = mem_.get() - tlb;
+  base_ = mem_.get() - ti.true_lb;
 }
 
 TypedBuffer::~TypedBuffer() { scratch_pool().give(std::move(mem_), cap_); }
@@ -105,20 +104,19 @@ bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
   return runtime::team_parallel_for(team, count, grain, fn, share);
 }
 
-std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
-                   runtime::Team* team) {
+std::string pack_n(const void* buf, int count, const TypeInfo& ti, runtime::Team* team) {
   std::string out(static_cast<size_t>(ti.size * count), '\0');
   if (out.empty()) return out;
   char* o = out.data();
   if (!team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
-        runtime::pack(elem(buf, b, ti), static_cast<int>(e - b), type, ti, o + b * ti.size);
+        runtime::pack(elem(buf, b, ti), static_cast<int>(e - b), ti, o + b * ti.size);
       })) {
-    runtime::pack(buf, count, type, ti, o);
+    runtime::pack(buf, count, ti, o);
   }
   return out;
 }
 
-void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+void unpack_n(const std::string& data, void* buf, int count, const TypeInfo& ti,
               runtime::Team* team) {
   if (data.empty()) return;
   const char* in = data.data();
@@ -126,17 +124,18 @@ void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type, 
   if (static_cast<int64_t>(data.size()) == ti.size * count &&
       team_chunks(team, count, ti, [&](int64_t b, int64_t e) {
         runtime::unpack(in + b * ti.size, (e - b) * ti.size, elem(buf, b, ti),
-                        static_cast<int>(e - b), type, ti);
+                        static_cast<int>(e - b), ti);
       })) {
     return;
   }
-  runtime::unpack(in, static_cast<int64_t>(data.size()), buf, count, type, ti);
+  runtime::unpack(in, static_cast<int64_t>(data.size()), buf, count, ti);
 }
 
 void reduce_into(const void* x, void* acc, int count, const OpArgs& a) {
   reduction_chunks(count, a, [&](int64_t b, int64_t e) {
     if (!runtime::reduce_builtin(elem(x, b, a.ti), elem(acc, b, a.ti), e - b, a.type, a.op)) {
-      MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type, a.op);
+      EP_MPI(MPI_Reduce_local(elem(x, b, a.ti), elem(acc, b, a.ti), static_cast<int>(e - b), a.type,
+                              a.op));
     }
   });
 }
@@ -166,12 +165,11 @@ void reduce_all(const std::vector<const void*>& xs, void* out, int count, const 
 void copy_n(const void* src, void* dst, int count, const OpArgs& a) {
   if (team_chunks(a.team, count, a.ti, [&](int64_t b, int64_t e) {
         const int n = static_cast<int>(e - b);
-        runtime::copy(elem(src, b, a.ti), n, a.type, a.ti, elem(dst, b, a.ti), n, a.type, a.ti,
-                      a.ti.size * n);
+        runtime::copy(elem(src, b, a.ti), n, a.ti, elem(dst, b, a.ti), n, a.ti, a.ti.size * n);
       })) {
     return;
   }
-  runtime::copy(src, count, a.type, a.ti, dst, count, a.type, a.ti, a.ti.size * count);
+  runtime::copy(src, count, a.ti, dst, count, a.ti, a.ti.size * count);
 }
 
 }  // namespace ep::collectives

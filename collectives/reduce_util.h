@@ -68,18 +68,17 @@ bool team_chunks(runtime::Team* team, int count, const TypeInfo& ti,
                  const std::function<void(int64_t, int64_t)>& fn,
                  runtime::TeamShare share = runtime::TeamShare::kIfJoined);
 
-// `count` elements of `type` at `buf`, packed; and back.  unpack_n writes whole
+// `count` elements described by `ti` at `buf`, packed; and back.  unpack_n writes whole
 // elements only if `data` is short.
-std::string pack_n(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
-                   runtime::Team* team = nullptr);
-void unpack_n(const std::string& data, void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+std::string pack_n(const void* buf, int count, const TypeInfo& ti, runtime::Team* team = nullptr);
+void unpack_n(const std::string& data, void* buf, int count, const TypeInfo& ti,
               runtime::Team* team = nullptr);
 
-// A scratch buffer of `count` elements of `type`, laid out as in user memory
+// A scratch buffer of `count` elements of a type, laid out as in user memory
 // (uninitialized: every use writes it before reading).  Large ones come from the pool.
 class TypedBuffer {
  public:
-  TypedBuffer(int count, MPI_Datatype type);
+  TypedBuffer(int count, const TypeInfo& ti);
   ~TypedBuffer();
   TypedBuffer(const TypedBuffer&) = delete;
   TypedBuffer& operator=(const TypedBuffer&) = delete;

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "progress/affinity.h"
+
 namespace ep::progress {
 
 Engine::Engine() = default;
@@ -19,19 +21,10 @@ Engine::~Engine() {
   if (thread_.joinable()) stop();
 }
 
-bool Engine::start(const Options& options, PacketSink* sink, std::string* error) {
+void Engine::start(const Options& options, PacketSink* sink) {
   policy_ = options.policy;
   sink_ = sink;
-  if (options.cpu >= 0) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || options.cpu >= CPU_SETSIZE ||
-        !CPU_ISSET(options.cpu, &allowed)) {
-      *error = "EP_PROGRESS_CPUS: CPU " + std::to_string(options.cpu) +
-               " is not one this process may run on";
-      return false;
-    }
-  }
+  pin_refusal_.clear();
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   MPI_Comm_dup(MPI_COMM_WORLD, &packet_comm_);
@@ -49,18 +42,9 @@ bool Engine::start(const Options& options, PacketSink* sink, std::string* error)
   stopping_.store(false, std::memory_order_relaxed);  // relaxed: thread start orders it
   thread_ = std::thread([this] { run(); });
   pthread_setname_np(thread_.native_handle(), "ep-progress");
-  if (options.cpu >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(options.cpu, &set);
-    if (pthread_setaffinity_np(thread_.native_handle(), sizeof(set), &set) != 0) {
-      *error =
-          "EP_PROGRESS_CPUS: cannot pin the progress thread to CPU " + std::to_string(options.cpu);
-      stop();
-      return false;
-    }
-  }
-  return true;
+  // The thread may begin its loop unpinned; it is pinned before start() returns.  A
+  // refusal leaves it with the affinity it inherited from this thread.
+  if (options.cpu >= 0) pin_thread(thread_.native_handle(), options.cpu, &pin_refusal_);
 }
 
 void Engine::stop() {

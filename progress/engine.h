@@ -153,7 +153,9 @@ struct Command {
 
 struct Options {
   Policy policy = Policy::kAdaptive;
-  int cpu = -1;  // pin the thread to this CPU; -1: not pinned
+  // Pin the thread to this CPU alone, whatever the caller's affinity (progress/affinity.h);
+  // -1: not pinned (the thread keeps the affinity of the thread that calls start()).
+  int cpu = -1;
 };
 
 // Written by one thread at a time (the baton holder; loops and sleeps by the progress
@@ -202,9 +204,13 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Duplicates the communicators and starts the named, pinned thread.  On failure
-  // returns false with *error set and leaves no thread behind.
-  bool start(const Options& options, PacketSink* sink, std::string* error);
+  // Duplicates the communicators and starts the named thread, pinned to Options::cpu.
+  // A CPU the kernel refuses is no failure: the thread runs unpinned and pin_refusal()
+  // says why.
+  void start(const Options& options, PacketSink* sink);
+  // The kernel's reason (strerror) for refusing Options::cpu at the last start(); empty
+  // when the thread was pinned or no CPU was asked for.
+  const std::string& pin_refusal() const { return pin_refusal_; }
   // Completes every submitted command, then joins the thread and frees the comms.
   void stop();
 
@@ -383,6 +389,7 @@ class Engine {
   int world_rank_ = 0, world_size_ = 1;
   Policy policy_ = Policy::kAdaptive;
   std::thread thread_;
+  std::string pin_refusal_;  // written by start() only, before it returns
   std::atomic<int> tid_{0};            // kernel id of the progress thread (release: run())
   std::atomic<bool> stopping_{false};  // release in stop(), acquire in run()
   // What the progress thread is doing (seq_cst fences: see "Memory ordering").

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "base/mpi_calls.h"
 #include "runtime/reduce.h"
 
 namespace ep::rma {
@@ -20,7 +21,7 @@ namespace {
 
 int combiner_of(MPI_Datatype t) {
   int ni = 0, na = 0, nd = 0, combiner = 0;
-  MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+  EP_MPI(MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner));
   return combiner;
 }
 
@@ -32,8 +33,8 @@ class Flattener {
   void emit(MPI_Datatype t, int64_t disp, int64_t n) {
     if (n <= 0 || failed_) return;
     MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
-    MPI_Type_get_extent(t, &lb, &extent);
-    MPI_Type_get_true_extent(t, &tlb, &textent);
+    EP_MPI(MPI_Type_get_extent(t, &lb, &extent));
+    EP_MPI(MPI_Type_get_true_extent(t, &tlb, &textent));
     if (combiner_of(t) == MPI_COMBINER_NAMED) {
       note_basic(t, textent);
       if (textent == extent) {
@@ -44,7 +45,7 @@ class Flattener {
       return;
     }
     int size = 0;
-    MPI_Type_size(t, &size);
+    EP_MPI(MPI_Type_size(t, &size));
     one(t, disp);  // the first element also finds the element type
     if (size == textent && extent == textent) {
       append(disp + tlb + extent, (n - 1) * extent);  // a dense run: one block
@@ -59,7 +60,7 @@ class Flattener {
  private:
   void one(MPI_Datatype t, int64_t disp) {
     int ni = 0, na = 0, nd = 0, combiner = 0;
-    MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner);
+    EP_MPI(MPI_Type_get_envelope(t, &ni, &na, &nd, &combiner));
     if (combiner == MPI_COMBINER_NAMED) {
       emit(t, disp, 1);
       return;
@@ -67,10 +68,10 @@ class Flattener {
     std::vector<int> ints(static_cast<size_t>(ni));
     std::vector<MPI_Aint> aints(static_cast<size_t>(na));
     std::vector<MPI_Datatype> types(static_cast<size_t>(nd));
-    MPI_Type_get_contents(t, ni, na, nd, ints.data(), aints.data(), types.data());
+    EP_MPI(MPI_Type_get_contents(t, ni, na, nd, ints.data(), aints.data(), types.data()));
     auto extent_of = [](MPI_Datatype c) {
       MPI_Aint lb = 0, extent = 0;
-      MPI_Type_get_extent(c, &lb, &extent);
+      EP_MPI(MPI_Type_get_extent(c, &lb, &extent));
       return static_cast<int64_t>(extent);
     };
     switch (combiner) {
@@ -119,7 +120,7 @@ class Flattener {
         break;
     }
     for (MPI_Datatype& c : types) {
-      if (combiner_of(c) != MPI_COMBINER_NAMED) MPI_Type_free(&c);
+      if (combiner_of(c) != MPI_COMBINER_NAMED) EP_MPI(MPI_Type_free(&c));
     }
   }
 
@@ -234,24 +235,24 @@ void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op 
   if (op == MPI_NO_OP || n <= 0) return;
   if (op != MPI_REPLACE && runtime::reduce_builtin(in, target, n, basic, op)) return;
   MPI_Aint lb = 0, extent = 0;
-  MPI_Type_get_extent(basic, &lb, &extent);
+  EP_MPI(MPI_Type_get_extent(basic, &lb, &extent));
   if (op == MPI_REPLACE) {  // the last element ends at its true extent, not its extent
     MPI_Aint tlb = 0, textent = 0;
-    MPI_Type_get_true_extent(basic, &tlb, &textent);
+    EP_MPI(MPI_Type_get_true_extent(basic, &tlb, &textent));
     std::memcpy(target, in, static_cast<size_t>((n - 1) * extent + textent));
     return;
   }
   constexpr int64_t kStep = INT_MAX / 2;
   for (int64_t done = 0; done < n; done += kStep) {
     int k = static_cast<int>(std::min(kStep, n - done));
-    MPI_Reduce_local(in + done * extent, target + done * extent, k, basic, op);
+    EP_MPI(MPI_Reduce_local(in + done * extent, target + done * extent, k, basic, op));
   }
 }
 
 void reduce_stream(const char* in, char* inout, int64_t bytes, int64_t elem, MPI_Datatype basic,
                    MPI_Op op) {
   MPI_Aint lb = 0, extent = 0;
-  MPI_Type_get_extent(basic, &lb, &extent);
+  EP_MPI(MPI_Type_get_extent(basic, &lb, &extent));
   if (extent == elem) {
     reduce(in, inout, bytes / elem, basic, op);
     return;

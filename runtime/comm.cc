@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "base/mpi_calls.h"
 #include "runtime/error.h"
 #include "runtime/exchange.h"
 #include "runtime/node.h"
@@ -367,7 +368,7 @@ void fragment_finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identi
 int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
   Runtime* rt = runtime();
   int psize = 0;
-  MPI_Comm_size(parent, &psize);
+  EP_MPI(MPI_Comm_size(parent, &psize));
   CommShared* c = begin(num_ep > 0 ? num_ep : 0);
   // Per process: num_ep, world rank, context id, origin counter.
   long long mine[4] = {num_ep, rt->world_rank, c->ctx,
@@ -377,7 +378,7 @@ int comm_create_endpoints(MPI_Comm parent, int num_ep, CommHandle comms[]) {
   // Nonblocking, and waited for like any libep wait (runtime/wait.h): a blocking MPI
   // collective would hold MPICH's lock against the progress thread for the whole wait.
   MPI_Request req = MPI_REQUEST_NULL;
-  MPI_Iallgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent, &req);
+  EP_MPI(MPI_Iallgather(mine, 4, MPI_LONG_LONG, all.data(), 4, MPI_LONG_LONG, parent, &req));
   wait_mpi(&req, 1);
   for (int p = 0; p < psize; ++p) {
     if (all[4 * p] < 0) {

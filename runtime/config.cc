@@ -134,8 +134,12 @@ bool parse_cpu_list(const char* text, std::vector<int>* cpus, std::string* why) 
     char* end = nullptr;
     errno = 0;
     long a = std::strtol(p, &end, 10);
-    if (end == p || a < 0 || a > 4095 || errno != 0) {
+    if (end == p || a < 0 || errno != 0) {
       *why = std::string("expected a CPU list such as 3, 7,15 or 0-3, got '") + text + "'";
+      return false;
+    }
+    if (a > kMaxCpu) {
+      *why = "CPU numbers go from 0 to " + std::to_string(kMaxCpu) + ", got '" + text + "'";
       return false;
     }
     long b = a;
@@ -143,7 +147,7 @@ bool parse_cpu_list(const char* text, std::vector<int>* cpus, std::string* why) 
     if (*p == '-') {
       ++p;
       b = std::strtol(p, &end, 10);
-      if (end == p || b < a || b > 4095) {
+      if (end == p || b < a || b > kMaxCpu) {
         *why = std::string("bad CPU range in '") + text + "'";
         return false;
       }

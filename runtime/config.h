@@ -48,6 +48,10 @@ extern const size_t kConfigTableSize;
 // message naming the variable.  Unknown EP_* variables go to *warnings.
 bool parse_config(Config* config, std::string* error, std::vector<std::string>* warnings);
 
+// The largest CPU number a CPU list may name (part of the list's form: a larger one is
+// malformed).  A well-formed CPU the kernel refuses is no parse error (progress/affinity.h).
+constexpr long kMaxCpu = 4095;
+
 // Parses a CPU list such as "3", "7,15" or "0-3,8".
 bool parse_cpu_list(const char* text, std::vector<int>* cpus, std::string* why);
 

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
 
 namespace ep::runtime {
@@ -76,7 +77,7 @@ std::string error_string(int code) {
 int from_mpi(int mpi_error) {
   if (mpi_error == MPI_SUCCESS) return EP_SUCCESS;
   int cls = MPI_ERR_OTHER;
-  MPI_Error_class(mpi_error, &cls);
+  EP_MPI(MPI_Error_class(mpi_error, &cls));
   switch (cls) {
     case MPI_ERR_TRUNCATE: return EP_ERR_TRUNCATE;
     case MPI_ERR_TYPE: return EP_ERR_TYPE;

@@ -85,6 +85,10 @@
 // fetch_add/CAS (acquire) synchronizes-with the previous matcher's successful CAS
 // (release), handing over posted_/unexpected_.  MatchOp::done is stored with release
 // by the matcher after it wrote the result; the poster loads it with acquire.
+// ThreadSanitizer builds see the same happens-before inside both queues: inbox_'s block
+// reuse through orderings on the accesses that moodycamel orders with fences
+// (third_party/concurrentqueue/tsan_orderings.sh), posts_'s representation reuse
+// through PostsAllocator (below).  Normal builds compile the queues unchanged.
 #ifndef EP_RUNTIME_MATCHING_H_
 #define EP_RUNTIME_MATCHING_H_
 
@@ -93,6 +97,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#if defined(EP_SANITIZER_THREAD)
+#include <sanitizer/tsan_interface.h>
+
+#include <new>
+#include <utility>
+#endif
 
 #include "runtime/datatype.h"
 #include "runtime/request.h"
@@ -129,17 +140,14 @@ struct Envelope {
   // kLocalRndv
   const void* sbuf;
   int scount;
-  MPI_Datatype stype;
-  TypeInfo sti;
+  TypeInfo sti;  // borrowed from the sender's request or blocked call (p2p.cc)
   Request* sreq;
   // kRemoteRndv
   int src_proc;
   int data_tag;
   uint64_t cookie;  // the sender's request, echoed in the CTS (runtime.h, "Rendezvous")
 
-  Envelope()
-      : sbuf(nullptr), scount(0), stype(MPI_BYTE), sreq(nullptr), src_proc(0), data_tag(0),
-        cookie(0) {}
+  Envelope() : sbuf(nullptr), scount(0), sreq(nullptr), src_proc(0), data_tag(0), cookie(0) {}
   // An eager envelope on a message path (a local eager send, a bundle's record): only
   // the fields above the rendezvous ones are set (clearing all of them costs a `rep stos`
   // on every message).
@@ -151,6 +159,51 @@ inline bool envelope_matches(int source, int tag, const Envelope& e) {
   return (source == kAnySource || source == e.src_rank) &&
          (tag == kAnyTag ? e.tag >= 0 : tag == e.tag);
 }
+
+// The allocator of the posts queue.  std::allocator: TBB's default cache_aligned_allocator
+// recycles pages through tbbmalloc, whose frees ThreadSanitizer cannot see, and posts
+// are not hot enough for the difference to matter.
+#if defined(EP_SANITIZER_THREAD)
+template <class U>
+inline constexpr bool kIsQueueRepresentation = false;
+template <class V, class A>
+inline constexpr bool kIsQueueRepresentation<tbb::detail::d2::concurrent_queue_rep<V, A>> = true;
+
+// Under TSAN, std::allocator plus one annotation.  tbb::concurrent_queue takes the
+// memory of its representation (its counters and page lists) from
+// r1::cache_aligned_allocate whatever its Allocator, i.e. from tbbmalloc: the
+// representation of a matcher destroyed on one thread is reused by a matcher built on
+// another, and TSAN, which never saw the free, reports the new queue's construction as
+// racing with the old queue's last use.  The queue builds and destroys its
+// representation through its allocator, so this one makes the reuse visible: destroy()
+// releases the address after the last access, construct() acquires it before the
+// first - the order tbbmalloc's own hand-off gives, seen by TSAN.  Items and pages are
+// built as std::allocator builds them (pages come from operator new, which TSAN sees),
+// so no other edge is added.
+template <class T>
+struct PostsAllocator {
+  using value_type = T;
+  PostsAllocator() = default;
+  template <class U>
+  PostsAllocator(const PostsAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, std::size_t n) { std::allocator<T>().deallocate(p, n); }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (kIsQueueRepresentation<U>) __tsan_acquire(p);  // pairs with destroy()
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <class U>
+  void destroy(U* p) {
+    p->~U();
+    if constexpr (kIsQueueRepresentation<U>) __tsan_release(p);  // pairs with construct()
+  }
+  friend bool operator==(const PostsAllocator&, const PostsAllocator&) { return true; }
+};
+#else
+template <class T>
+using PostsAllocator = std::allocator<T>;
+#endif
 
 class Matcher {
  public:
@@ -314,10 +367,7 @@ class Matcher {
   MaterializeFn materialize_;
   Event* arrivals_ = nullptr;  // set before the endpoint is published
   moodycamel::ConcurrentQueue<Envelope*> inbox_;
-  // std::allocator, not TBB's cache_aligned_allocator: that one recycles pages through
-  // tbbmalloc, invisible to ThreadSanitizer (false races), and posts are not hot enough
-  // for it to matter.
-  tbb::concurrent_queue<MatchOp*, std::allocator<MatchOp*>> posts_;
+  tbb::concurrent_queue<MatchOp*, PostsAllocator<MatchOp*>> posts_;
   // One cache line: all that a sender matching the first posted receive in place reads
   // and writes of the matcher, and all that posting a receive does.
   // Bits of Line::head_req besides the Request pointer (64-byte aligned): the head's

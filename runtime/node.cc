@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/mpi_calls.h"
 #include "node/cma.h"
 #include "progress/backoff.h"
 #include "runtime/comm.h"
@@ -90,7 +91,7 @@ bool stage_payload(Request* r, NodeRts* rts) {
   node::Segment& seg = runtime()->node.segment();
   const int64_t off = seg.stage_alloc(static_cast<uint64_t>(rts->bytes));
   if (off < 0) return false;
-  if (rts->bytes > 0) pack(r->buf, r->count, r->type, r->ti, seg.stage_at(off));
+  if (rts->bytes > 0) pack(r->buf, r->count, r->ti, seg.stage_at(off));
   r->node_stage = off;
   rts->addr = static_cast<uint64_t>(off);
   return true;
@@ -277,7 +278,7 @@ NodeTransport::~NodeTransport() { shutdown(); }
 void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, bool staging,
                          int world_rank, int world_size, std::string* note) {
   int n = 1;
-  MPI_Comm_size(node_comm, &n);
+  EP_MPI(MPI_Comm_size(node_comm, &n));
   if (!wanted) {
     *note = "off (EP_NODE_TRANSPORT=off): processes of this node exchange messages through MPI";
     return;
@@ -302,7 +303,7 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
     mine.cookie_at = segment_.cookie_address();
   }
   std::vector<Announce> all(static_cast<size_t>(n));
-  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node_comm);
+  EP_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node_comm));
   int ok[2] = {mine.ok, 1};  // every segment mapped; cross-memory attach to every peer
   peers_.resize(static_cast<size_t>(world_size));
   for (const Announce& a : all) {
@@ -317,7 +318,7 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
     peers_[static_cast<size_t>(a.world_rank)] = std::move(p);
   }
   int all_ok[2] = {0, 0};
-  MPI_Allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, node_comm);
+  EP_MPI(MPI_Allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, node_comm));
   if (all_ok[0] == 0) {
     peers_.clear();
     segment_.destroy();
@@ -507,7 +508,7 @@ int send_node(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
                 sizeof(NodeEagerHead) + static_cast<uint64_t>(bytes), [&](char* at) {
                   const NodeEagerHead h{ep->rank, tag};
                   std::memcpy(at, &h, sizeof h);
-                  if (bytes > 0) pack(buf, count, type, ti, at + sizeof h);
+                  if (bytes > 0) pack(buf, count, ti, at + sizeof h);
                 });
     if (r != nullptr) request_complete(r);  // the data was copied
     return EP_SUCCESS;
@@ -530,7 +531,7 @@ int send_node(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
       rts.addr = reinterpret_cast<uint64_t>(static_cast<const char*>(buf) + ti.true_lb);
     } else {  // the receiver reads one contiguous range: a packed copy the request owns
       r->drain_buf = static_cast<char*>(std::malloc(static_cast<size_t>(bytes)));
-      pack(buf, count, type, ti, r->drain_buf);
+      pack(buf, count, ti, r->drain_buf);
       rts.addr = reinterpret_cast<uint64_t>(r->drain_buf);
     }
   } else {
@@ -624,7 +625,7 @@ bool node_fetch(const NodeRts& rts, Request* r, const RecvTarget& t, int64_t n, 
       *err = EINVAL;
     }
     if (t.elem == 0) {
-      if (ok) unpack(dst, n, r->buf, r->count, r->type, r->ti);
+      if (ok) unpack(dst, n, r->buf, r->count, r->ti);
       std::free(dst);
     }
   }

@@ -1,10 +1,14 @@
 #include "runtime/p2p.h"
 
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
+#include "base/mpi_calls.h"
 #include "runtime/errhandler.h"
 #include "runtime/error.h"
 #include "runtime/node.h"
@@ -37,19 +41,26 @@ TypeInfo packed_info() {
 }
 
 // Eager: matched in place (one copy) or copied into an owned envelope; complete then.
-[[gnu::always_inline]] inline void send_local_eager(const void* buf, int count, MPI_Datatype type,
-                                                    const TypeInfo& ti, int tag, Endpoint* ep,
-                                                    Endpoint* dest, Request* r) {
+// A small message whose buffer has gaps is packed on the stack first (materialize()
+// copies it if it has to wait).
+constexpr int64_t kStackPackBytes = 256;
+[[gnu::always_inline]] inline void send_local_eager(const void* buf, int count, const TypeInfo& ti,
+                                                    int tag, Endpoint* ep, Endpoint* dest,
+                                                    Request* r) {
   const int64_t bytes = ti.size * count;
   Envelope e(Envelope::EagerOnly{});
   e.src_rank = ep->rank;
   e.tag = tag;
   e.bytes = bytes;
+  alignas(16) char packed[kStackPackBytes];  // a small message's packed copy
   if (ti.contiguous || bytes == 0) {
     e.data = static_cast<const char*>(buf) + ti.true_lb;
+  } else if (bytes <= kStackPackBytes) {  // (copied again only if it has to wait)
+    pack(buf, count, ti, packed);
+    e.data = packed;
   } else {
     e.block = std::malloc(static_cast<size_t>(bytes));
-    pack(buf, count, type, ti, e.block);
+    pack(buf, count, ti, e.block);
     e.data = static_cast<const char*>(e.block);
   }
   Runtime* rt = runtime();
@@ -58,10 +69,10 @@ TypeInfo packed_info() {
   if (r != nullptr) request_complete(r);
 }
 
-// Rendezvous: the matcher copies from our buffer and then completes r.
-[[gnu::noinline]] void send_local_rndv(const void* buf, int count, MPI_Datatype type,
-                                       const TypeInfo& ti, int tag, Endpoint* ep, Endpoint* dest,
-                                       Request* r) {
+// Rendezvous: the matcher copies from our buffer and then completes r.  The envelope
+// borrows r's type description (held by r, or by the blocked sender's call).
+[[gnu::noinline]] void send_local_rndv(const void* buf, int count, const TypeInfo& ti, int tag,
+                                       Endpoint* ep, Endpoint* dest, Request* r) {
   Envelope* e = static_cast<Envelope*>(std::malloc(sizeof(Envelope)));
   new (e) Envelope;
   e->kind = Envelope::kLocalRndv;
@@ -72,7 +83,6 @@ TypeInfo packed_info() {
   e->bytes = ti.size * count;
   e->sbuf = buf;
   e->scount = count;
-  e->stype = type;
   e->sti = ti;
   e->sreq = r;
   Runtime* rt = runtime();
@@ -117,7 +127,7 @@ int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& t
     rt->count(rt->counters.remote_eager);
     auto write = [&](char* p) {
       fill_header(p, a, ep, false, sync, tag, bytes, 0);
-      pack(buf, count, type, ti, p + kEagerHeaderBytes);
+      pack(buf, count, ti, p + kEagerHeaderBytes);
     };
     if (blocking && len <= progress::Engine::kSmallPacketBytes) {
       alignas(8) char packet[progress::Engine::kSmallPacketBytes];
@@ -148,11 +158,59 @@ int send_remote(const void* buf, int count, MPI_Datatype type, const TypeInfo& t
   r->buf = const_cast<void*>(buf);
   r->count = count;
   r->type = type;
+  r->ti = ti;  // held by r for a nonblocking send (send())
   char* packet = static_cast<char*>(std::malloc(len));
   fill_header(packet, a, ep, true, sync, tag, bytes, engine().next_data_tag(), r);
   engine().send_outbox(ep->outbox, ep->outbox->append_alone(a.proc, packet, len),
                        /*now=*/blocking);
   return EP_SUCCESS;
+}
+
+// `n` bytes at `buf` as the engine's MPI_Isend/MPI_Irecv takes them: MPI_BYTEs up to
+// INT_MAX, beyond that one element of a committed type of exactly n bytes (made once per
+// size and kept: such payloads are few and their sizes fewer).
+void bytes_as_mpi(void* buf, int64_t n, progress::Command* c) {
+  c->buf = buf;
+  if (n <= INT_MAX) {
+    c->count = static_cast<int>(n);
+    c->type = MPI_BYTE;
+    return;
+  }
+  static std::mutex mu;
+  static auto* made = new std::map<int64_t, MPI_Datatype>;  // never destroyed (MPI owns them)
+  std::lock_guard<std::mutex> lock(mu);
+  MPI_Datatype& t = (*made)[n];
+  if (t == MPI_DATATYPE_NULL) {
+    constexpr int64_t kGiB = int64_t{1} << 30;
+    MPI_Datatype gib = MPI_DATATYPE_NULL;
+    EP_MPI(MPI_Type_contiguous(static_cast<int>(kGiB), MPI_BYTE, &gib));
+    int blocks[2] = {static_cast<int>(n / kGiB), static_cast<int>(n % kGiB)};
+    MPI_Aint disps[2] = {0, static_cast<MPI_Aint>(n / kGiB * kGiB)};
+    MPI_Datatype types[2] = {gib, MPI_BYTE};
+    EP_MPI(MPI_Type_create_struct(2, blocks, disps, types, &t));
+    EP_MPI(MPI_Type_commit(&t));
+    EP_MPI(MPI_Type_free(&gib));
+  }
+  c->count = 1;
+  c->type = t;
+}
+
+// The MPI form of a rendezvous payload (buf, count, type) for the engine's MPI_Isend or
+// MPI_Irecv: the type itself when it is builtin (never freed), the bytes of a
+// contiguous one; false when the buffer has gaps (the caller packs or drains).  A
+// derived type's handle never reaches MPI after the call that started the operation:
+// the application may free it meanwhile.
+bool payload_as_mpi(void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
+                    progress::Command* c) {
+  if (is_builtin_type(type) && ti.contiguous) {
+    c->buf = buf;
+    c->count = count;
+    c->type = type;
+    return true;
+  }
+  if (!ti.contiguous) return false;
+  bytes_as_mpi(static_cast<char*>(buf) + ti.true_lb, ti.size * count, c);
+  return true;
 }
 
 }  // namespace
@@ -167,9 +225,13 @@ void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie) {
   d.kind = progress::Command::kSendData;
   d.peer = proc;
   d.data_tag = data_tag;
-  d.buf = r->buf;
-  d.count = r->count;
-  d.type = r->type;
+  if (!payload_as_mpi(r->buf, r->count, r->type, r->ti, &d)) {
+    // Gaps: a packed copy leaves instead (freed with the request, as a drain buffer).
+    const int64_t bytes = r->ti.size * r->count;
+    r->drain_buf = static_cast<char*>(std::malloc(static_cast<size_t>(bytes)));
+    pack(r->buf, r->count, r->ti, r->drain_buf);
+    bytes_as_mpi(r->drain_buf, bytes, &d);
+  }
   d.done = r;
   engine().submit_from_pass(d);
 }
@@ -177,7 +239,7 @@ void start_rendezvous_payload(int proc, int data_tag, uint64_t cookie) {
 int lone_send_failed(int mpi_error, const char* call) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  MPI_Error_string(mpi_error, text, &len);
+  EP_MPI(MPI_Error_string(mpi_error, text, &len));
   return fail(from_mpi(mpi_error), call, "MPI_Send failed: %s", text);
 }
 
@@ -218,7 +280,7 @@ int buffer_message(int64_t bytes, Payload* p, Request** bsend_req, const char* c
                     : "%lld bytes to buffer but no buffer is attached (EP_Buffer_attach)",
                 static_cast<long long>(bytes));
   }
-  pack(p->buf, p->count, p->type, p->ti, segment);
+  pack(p->buf, p->count, p->ti, segment);
   *p = Payload{segment, static_cast<int>(bytes), MPI_PACKED, packed_info()};
   Request* r = request_new(RequestKind::kBsend, /*user_handle=*/false);
   r->bsend = &rt->bsend;
@@ -235,9 +297,9 @@ void send_local(const Payload& p, int dest, int tag, Endpoint* ep, bool rendezvo
     rt->count(rt->counters.dropped_packets);
     if (r != nullptr) request_complete(r);
   } else if (rendezvous) {
-    send_local_rndv(p.buf, p.count, p.type, p.ti, tag, ep, d, r);
+    send_local_rndv(p.buf, p.count, p.ti, tag, ep, d, r);
   } else {
-    send_local_eager(p.buf, p.count, p.type, p.ti, tag, ep, d, r);
+    send_local_eager(p.buf, p.count, p.ti, tag, ep, d, r);
   }
 }
 
@@ -265,6 +327,8 @@ namespace {
   *r = bsend_req != nullptr ? bsend_req
        : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
                             : nullptr;
+  // A rendezvous send that returns before its payload left keeps the description.
+  if (*r != nullptr && bsend_req == nullptr && !blocking) request_hold_type(*r, p.ti);
   if (node) return send_node(p.buf, p.count, p.type, p.ti, tag, ep, route, rendezvous, *r, call);
   return send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync, blocking, burst,
                      *r, call);
@@ -296,6 +360,8 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
     r = bsend_req != nullptr ? bsend_req
         : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
                              : nullptr;
+    // A rendezvous send that returns before its payload left keeps the description.
+    if (r != nullptr && bsend_req == nullptr && out != nullptr) request_hold_type(r, p.ti);
     send_local(p, dest, tag, ep, rendezvous, r);
   } else if (const int err = send_other_process(p, bytes, bsend_req, sync, a, dest, tag, ep,
                                                 /*blocking=*/out == nullptr, burst, call, &r);
@@ -317,12 +383,15 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
 namespace {
 // A receive request's buffer description; for a contiguous type also the MatchOp's
 // destination and capacity (the in-place delivery reads only those).
-Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
+// `hold`: the call returns before the receive completes (its request keeps the type's
+// description).
+Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, bool hold) {
   Request* r = request_new(RequestKind::kRecv, /*user_handle=*/true);
   r->buf = buf;
   r->count = count;
   r->type = type;
   r->ti = ti;
+  if (hold) request_hold_type(r, ti);
   if (ti.contiguous && ti.size > 0 && ti.size <= UINT32_MAX) {
     r->op.target.elem = static_cast<uint32_t>(ti.size);
     r->op.target.dst = static_cast<char*>(buf) + ti.true_lb;
@@ -334,7 +403,7 @@ Request* new_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti) {
 
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep, bool line_wait) {
-  Request* r = new_recv(buf, count, type, ti);
+  Request* r = new_recv(buf, count, type, ti, /*hold=*/!line_wait);
   if (source == kProcNull) {
     r->status.EP_SOURCE = kProcNull;
     r->status.EP_TAG = kAnyTag;
@@ -380,6 +449,7 @@ Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo&
   p->count = count;
   p->type = type;
   p->ti = ti;
+  request_hold_type(p, ti);
   p->op.source = peer;  // (its op is never posted: see Request::active)
   p->op.tag = tag;
   p->send_mode = static_cast<int8_t>(send_mode);
@@ -425,7 +495,7 @@ bool probe_wait(int source, int tag, Endpoint* ep, Status* status, Envelope** en
 }
 
 Request* post_mrecv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, Envelope* env) {
-  Request* r = new_recv(buf, count, type, ti);
+  Request* r = new_recv(buf, count, type, ti, /*hold=*/true);
   r->needs_engine = env->kind == Envelope::kRemoteRndv;
   deliver(r, r->op.target, env);
   return r;
@@ -462,7 +532,7 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
         copy_bytes(t.dst, e->data, static_cast<size_t>(whole));
       }
     } else {
-      unpack(e->data, n, r->buf, r->count, r->type, r->ti);
+      unpack(e->data, n, r->buf, r->count, r->ti);
     }
     eager_delivered(r, e, n, truncated ? EP_ERR_TRUNCATE : EP_SUCCESS);
     request_complete(r, inline_payload);
@@ -475,7 +545,7 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
     case Envelope::kEager:
       return;  // handled above
     case Envelope::kLocalRndv: {
-      copy(e->sbuf, e->scount, e->stype, e->sti, r->buf, r->count, r->type, r->ti, n);
+      copy(e->sbuf, e->scount, e->sti, r->buf, r->count, r->ti, n);
       r->status.ep_bytes_ = n;
       Request* s = e->sreq;
       std::free(e->block);
@@ -512,16 +582,12 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
       c.reply = static_cast<char*>(std::malloc(sizeof cts));
       std::memcpy(c.reply, &cts, sizeof cts);
       c.reply_len = sizeof cts;
-      if (truncated) {
+      if (truncated || !payload_as_mpi(r->buf, r->count, r->type, r->ti, &c)) {
+        // Truncated, or gaps in the receive buffer: the payload lands in drain_buf and
+        // on_complete unpacks it.
         r->drain_buf = static_cast<char*>(std::malloc(static_cast<size_t>(e->bytes)));
         r->drain_bytes = e->bytes;
-        c.buf = r->drain_buf;
-        c.count = static_cast<int>(e->bytes);
-        c.type = MPI_PACKED;
-      } else {
-        c.buf = r->buf;
-        c.count = r->count;
-        c.type = r->type;
+        bytes_as_mpi(r->drain_buf, e->bytes, &c);
       }
       std::free(e->block);
       engine().submit_here(c);

@@ -14,7 +14,11 @@
 // goes through that endpoint's ring in shared memory instead (runtime/node.h): eager
 // records carry the payload, larger or synchronous messages an RTS whose payload the
 // receiver copies once after the match.  A blocking EP_Send of a small message to
-// another process takes a short way, inline in its entry point (p2p_inline.h).
+// another process takes a short way, inline in its entry point (p2p_inline.h).  Data is
+// packed and unpacked by libep's datatype engine (datatype.h); a payload goes to MPI
+// only as bytes (or in a builtin type): one whose buffer has gaps leaves packed at the
+// CTS and lands in a drain buffer that is unpacked on arrival, so no derived datatype's
+// handle reaches MPI after the call that started its operation.
 //
 // Memory ordering: requests complete with request_complete (request.h); an envelope
 // handed to a matcher is published by the matcher's queue or its line (matching.h).
@@ -52,7 +56,10 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
 // Posts a receive; the request completes when a message matched and arrived.
 // `line_wait`: the caller will request_wait() for it at once (a blocking receive): a
 // small message from this process may then be delivered on the matcher's line (see
-// "Delivered on the line" in matching.h), which request_wait polls too.
+// "Delivered on the line" in matching.h), which request_wait polls too; and the
+// request borrows ti's description from the call.  Otherwise the request holds a
+// reference on it (runtime/datatype.h, "Lifetime"), as a nonblocking send of a
+// rendezvous message does, and a matched receive (post_mrecv) always.
 Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int source, int tag,
                    Endpoint* ep, bool line_wait = false);
 // Probe: true (and *status) if a matching message is waiting; removes it if `env`.
@@ -78,7 +85,8 @@ bool cancel_recv(Request* r);
 // starts run on the endpoint's thread under its entry guard, like EP_Isend.
 //
 // A new, inactive persistent request; `send_mode` is a SendMode, or -1 for a receive.
-// Arguments are already checked; the datatype must stay committed while the request lives.
+// Arguments are already checked; the request holds a reference on ti's description, and
+// each start's operation one of its own: the application may free the datatype.
 Request* persistent_new(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int peer,
                         int tag, Endpoint* ep, int send_mode);
 // Starts the inactive persistent request p: its operation's request becomes p->active.

@@ -6,6 +6,8 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include "base/mpi_calls.h"
+
 namespace ep::runtime {
 
 bool one_of(MPI_Datatype t, std::initializer_list<MPI_Datatype> list) {
@@ -87,7 +89,7 @@ bool dispatch(MPI_Datatype t, Call&& call) {
   }
   if (!is_integer(t)) return false;
   int size = 0;
-  MPI_Type_size(t, &size);
+  EP_MPI(MPI_Type_size(t, &size));
   const bool is_unsigned =
       one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
                  MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});

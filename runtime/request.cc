@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/mpi_calls.h"
 #include "progress/fast_tls.h"
 #include "runtime/bsend.h"
 #include "runtime/error.h"
@@ -36,7 +37,18 @@ RequestCache* request_cache() {
   return t_request_cache;
 }
 
+// Requests on the heap (see requests_live()).  relaxed: a tally that orders nothing;
+// its exact readers are ordered after the counting threads by a join.
+std::atomic<int64_t> g_requests_live{0};
+
 }  // namespace
+
+void request_delete(Request* r) {
+  delete r;
+  g_requests_live.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a tally (above)
+}
+
+int64_t requests_live() { return g_requests_live.load(std::memory_order_relaxed); }
 
 constinit thread_local RequestCache* t_request_cache EP_FAST_TLS = nullptr;
 
@@ -65,6 +77,7 @@ Request* request_new(RequestKind kind, bool user_handle) {
     new (r) Request;
   } else {
     r = new Request;
+    g_requests_live.fetch_add(1, std::memory_order_relaxed);  // relaxed: a tally (above)
   }
   r->kind = kind;
   if (!user_handle) {
@@ -79,6 +92,7 @@ Request* request_new(RequestKind kind, bool user_handle) {
 Request* completed_send_request() {
   static Request* const shared = [] {
     Request* r = new Request;  // never deleted: handles to it may outlive EP_Finalize
+    g_requests_live.fetch_add(1, std::memory_order_relaxed);  // relaxed: a tally (above)
     r->kind = RequestKind::kSend;
     r->immortal = true;
     r->state.store(Request::kComplete, std::memory_order_relaxed);  // published by the static init
@@ -317,11 +331,11 @@ void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall
   } else if (kind == RequestKind::kRecv || kind == RequestKind::kDrain) {
     if (drain_buf != nullptr) {
       // Truncated rendezvous: the whole payload arrived in drain_buf; keep the prefix.
-      unpack(drain_buf, drain_bytes, buf, count, type, ti);
+      unpack(drain_buf, drain_bytes, buf, count, ti);
       status.ep_bytes_ = ti.size * count < drain_bytes ? ti.size * count : drain_bytes;
     } else {
       MPI_Count n = 0;
-      MPI_Get_elements_x(&st, MPI_BYTE, &n);
+      EP_MPI(MPI_Get_elements_x(&st, MPI_BYTE, &n));
       status.ep_bytes_ = n;
     }
   }
@@ -337,7 +351,7 @@ int report_mpi_failure(const Request* r, const char* call) {
   }
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
-  MPI_Error_string(r->mpi_error, text, &len);
+  EP_MPI(MPI_Error_string(r->mpi_error, text, &len));
   return fail(r->status.EP_ERROR, call, "%s failed: %s", progress::mpi_call_name(r->mpi_call),
               text);
 }

@@ -180,11 +180,15 @@ struct alignas(64) Request final : progress::Completion {
   // runtime/errhandler.h) and that communicator's handle, for a user handler's call.
   Errhandler errhandler = errors_return();
   CommHandle errcomm = nullptr;
-  // Receive description (kRecv): the general delivery path reads these.
+  // Receive description (kRecv): the general delivery path reads these.  Also a
+  // rendezvous send's buffer (its payload leaves later) and a persistent request's.
   void* buf = nullptr;
   int count = 0;
   MPI_Datatype type = MPI_BYTE;
   TypeInfo ti;
+  // ti holds a reference on its description (request_hold_type): an operation that
+  // outlives the call that started it (datatype.h, "Lifetime"); released by recycling.
+  bool holds_type = false;
   // Truncated rendezvous receive: the payload lands here first (error path only).
   char* drain_buf = nullptr;
   int64_t drain_bytes = 0;
@@ -217,7 +221,10 @@ struct alignas(64) Request final : progress::Completion {
   int8_t send_mode = -1;  // the SendMode of a send (p2p.h); -1 for a receive
   Request* active = nullptr;
 
-  ~Request() { errhandler_unref(errhandler); }
+  ~Request() {
+    errhandler_unref(errhandler);
+    if (holds_type) type_release(ti);
+  }
 
   // progress::Completion: an MPI transfer of this request finished (progress thread).
   void on_complete(const MPI_Status& status, int mpi_error, progress::MpiCall call) override;
@@ -238,6 +245,21 @@ void request_complete(Request* r, bool inline_payload = false);
 void request_take_inline(Request* r);
 // The user's handle lets go (pending or complete; see "Lifetime").
 void request_unref(Request* r);
+// Deletes a Request made by request_new (its cache's or its recycler's last step).
+void request_delete(Request* r);
+// How many Request objects are on the heap: made by an allocation of request_new (or
+// completed_send_request) and not yet deleted.  Counted on those two paths only - a
+// request recycled through a thread's cache counts once.  A tally (relaxed): exact for
+// a reader ordered after the threads that allocated and deleted (joined them).
+int64_t requests_live();
+// r keeps `ti`'s description until it is recycled (an operation that outlives the call
+// that started it; datatype.h, "Lifetime").  Sets r->ti.
+inline void request_hold_type(Request* r, const TypeInfo& ti) {
+  type_hold(ti);
+  if (r->holds_type) type_release(r->ti);
+  r->ti = ti;
+  r->holds_type = ti.desc != nullptr;
+}
 // A small per-thread cache of Request objects: receives and sends allocate one each.
 // It lives on the heap, reached through a pointer in fast TLS (progress/fast_tls.h:
 // 520 bytes are too many for initial-exec space); request.cc frees it when the thread
@@ -246,7 +268,7 @@ struct RequestCache {
   Request* items[64];
   int n = 0;
   ~RequestCache() {
-    for (int i = 0; i < n; ++i) delete items[i];
+    for (int i = 0; i < n; ++i) request_delete(items[i]);
   }
 };
 extern constinit thread_local RequestCache* t_request_cache EP_FAST_TLS;
@@ -256,11 +278,15 @@ extern constinit thread_local RequestCache* t_request_cache EP_FAST_TLS;
 // shared complete request or a generalized request.
 inline void request_recycle(Request* r) {
   if (r->drain_buf != nullptr) std::free(r->drain_buf);
+  if (r->holds_type) {
+    type_release(r->ti);
+    r->holds_type = false;
+  }
   RequestCache* cache = t_request_cache;  // nullptr once this thread's cache is gone
   if (cache != nullptr && cache->n < 64) {
     cache->items[cache->n++] = r;
   } else {
-    delete r;
+    request_delete(r);
   }
 }
 inline bool request_done(Request* r) {

@@ -1,12 +1,16 @@
 #include "runtime/runtime.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "base/mpi_calls.h"
 #include "base/types.h"
+#include "progress/affinity.h"
 #include "runtime/datatype.h"
 #include "runtime/error.h"
 #include "runtime/p2p.h"
@@ -146,18 +150,39 @@ void Runtime::on_packet(int src_proc, char* block, size_t len) {
 }
 
 const progress::Stats& engine_stats() { return engine().stats(); }
+uint64_t mpi_calls_outside_engine() { return ep::mpi_calls_outside_engine(); }
 void inject_mpi_failure(progress::MpiCall call, int n) { engine().inject_failure(call, n); }
+
+namespace {
+// A process whose calling thread may run on one CPU only, with no CPU named for its
+// progress thread: the progress thread inherits that one CPU and shares it with the
+// application.  Collective over MPI_COMM_WORLD; world rank 0 warns once for all.
+void warn_shared_cpu(int world_rank, bool unpinned) {
+  const int alone = unpinned && progress::thread_cpus(pthread_self()).size() == 1 ? 1 : 0;
+  int count = 0, size = 1;
+  EP_MPI(MPI_Allreduce(&alone, &count, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  EP_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (world_rank == 0 && count > 0) {
+    std::fprintf(stderr,
+                 "libep: warning: %d of %d process(es) are bound to a single CPU and "
+                 "EP_PROGRESS_CPUS is not set: their progress threads share the application's "
+                 "CPU; give them CPUs of their own with EP_PROGRESS_CPUS and the launcher's "
+                 "binding (hydra: mpiexec -bind-to user:0,2 with EP_PROGRESS_CPUS=1,3)\n",
+                 count, size);
+  }
+}
+}  // namespace
 
 int runtime_init() {
   int init = 0, fin = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
+  EP_MPI(MPI_Initialized(&init));
+  EP_MPI(MPI_Finalized(&fin));
   if (!init || fin) {
     return fail(EP_ERR_NOT_INITIALIZED, "EP_Init",
                 "MPI is not initialized (call MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
   }
   int provided = 0;
-  MPI_Query_thread(&provided);
+  EP_MPI(MPI_Query_thread(&provided));
   if (provided != MPI_THREAD_MULTIPLE) {
     return fail(EP_ERR_THREAD_LEVEL, "EP_Init",
                 "MPI provides thread level %d, libep needs MPI_THREAD_MULTIPLE (%d)", provided,
@@ -169,19 +194,20 @@ int runtime_init() {
   if (!parse_config(&rt->config, &error, &warnings)) {
     return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
   }
-  MPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank);
+  EP_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rt->world_rank));
   MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &rt->local_proc_index);
-  MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node);
+  EP_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rt->world_rank, MPI_INFO_NULL,
+                             &node));
+  EP_MPI(MPI_Comm_rank(node, &rt->local_proc_index));
+  EP_MPI(MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node));
   int world_size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  EP_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
   std::string node_note;
   const char* staging = std::getenv("LIBEP_TEST_NODE_STAGING");  // a test switch
   rt->node.init(node, rt->config.node_transport, rt->config.eager_limit,
                 staging != nullptr && std::strcmp(staging, "1") == 0, rt->world_rank, world_size,
                 &node_note);
-  MPI_Comm_free(&node);
+  EP_MPI(MPI_Comm_free(&node));
   if (rt->world_rank == 0) {
     for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
   }
@@ -190,6 +216,7 @@ int runtime_init() {
   if (!rt->config.progress_cpus.empty()) {
     opts.cpu = rt->config.progress_cpus[rt->local_proc_index % rt->config.progress_cpus.size()];
   }
+  warn_shared_cpu(rt->world_rank, opts.cpu < 0);
   // Publish before starting the engine: the progress thread calls runtime().
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
@@ -198,9 +225,14 @@ int runtime_init() {
     engine().set_idle_words(&d.bell, &d.asleep, [] { return runtime()->node.work_waiting(); });
     engine().set_node_hook([](bool* pending) { return runtime()->node.pass(pending); });
   }
-  if (!engine().start(opts, raw, &error)) {
-    g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
-    return fail(EP_ERR_ARG, "EP_Init", "%s", error.c_str());
+  engine().start(opts, raw);
+  if (!engine().pin_refusal().empty()) {
+    // The thread keeps the affinity it inherited from this one.
+    std::fprintf(stderr,
+                 "libep: warning: process %d: EP_PROGRESS_CPUS: the kernel refuses CPU %d for "
+                 "the progress thread (%s); it runs unpinned, on CPUs %s\n",
+                 raw->world_rank, opts.cpu, engine().pin_refusal().c_str(),
+                 progress::cpu_list_text(progress::thread_cpus(pthread_self())).c_str());
   }
   rt.release();
   datatype_init();
@@ -219,7 +251,7 @@ int runtime_finalize() {
   // Every process has finished its own communication when it gets here; the
   // barrier makes sure no peer still sends to us before the engine stops.
   MPI_Request barrier = MPI_REQUEST_NULL;
-  MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+  EP_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
   wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
   rt->node.close();       // nobody receives any more: what is left in backlogs goes
   engine().stop();
@@ -232,8 +264,8 @@ int runtime_finalize() {
         "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu node_eager=%llu node_rndv=%llu "
-        "node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
+        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu "
+        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -243,9 +275,9 @@ int runtime_finalize() {
         (unsigned long long)s.sleeps.load(),
         (unsigned long long)(c.dropped_packets.load() + s.packets_dropped.load()),
         (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
-        (unsigned long long)c.node_eager.load(), (unsigned long long)c.node_rndv.load(),
-        (unsigned long long)c.node_acks.load(), (unsigned long long)c.node_backlogged.load(),
-        (unsigned long long)c.node_rejected.load());
+        (unsigned long long)mpi_calls_outside_engine(), (unsigned long long)c.node_eager.load(),
+        (unsigned long long)c.node_rndv.load(), (unsigned long long)c.node_acks.load(),
+        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load());
   }
   comm_free_all();
   rt->node.shutdown();  // every ring was given back with its fragment

@@ -120,6 +120,9 @@ inline Runtime* runtime() {
 // The engine's counters (EP_STATS, tests) and its failure hook (tests only: the next
 // `n` calls of `call` fail with MPI_ERR_OTHER).
 const progress::Stats& engine_stats();
+// The MPI calls libep made outside the progress engine so far, all threads of the
+// process (base/mpi_calls.h; EP_STATS prints it, tests read it).
+uint64_t mpi_calls_outside_engine();
 void inject_mpi_failure(progress::MpiCall call, int n);
 
 // The engine, for the files of runtime/ only (tools/check_layers.sh enforces it).

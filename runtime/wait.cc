@@ -1,5 +1,6 @@
 #include "runtime/wait.h"
 
+#include "base/mpi_calls.h"
 #include "runtime/runtime.h"
 
 namespace ep::runtime {
@@ -66,7 +67,7 @@ int wait_mpi(MPI_Request* reqs, int n) {
   progress::Backoff b(wait_policy());
   for (;;) {
     int flag = 0;
-    const int err = MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+    const int err = EP_MPI(MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE));
     if (flag != 0 || err != MPI_SUCCESS) return err;
     if (b.pause() > 0) break;  // past the spin and yield phases: sleep
   }

@@ -10,7 +10,13 @@
 #      node, runtime and rma (rma's windows share node's segments and cross-memory
 #      attach), and the public header ep/ep.h only by api: the layers below api use
 #      base/types.h;
-#   4. only progress and runtime name the engine (progress:: or runtime::engine()).
+#   4. only progress and runtime name the engine (progress:: or runtime::engine());
+#   5. a file defines only its own layer's functions: it opens no namespace of another
+#      layer (`namespace ep::runtime` in api/) and defines no `ep::<layer>::name(...)`
+#      of another layer, so whatever a layer's header declares is implemented in that
+#      layer (or inline in the header), and a lower layer never needs a higher one to link.
+#   6. outside progress, every MPI call is counted: written EP_MPI(MPI_Xxx(...))
+#      (base/mpi_calls.h; EP_STATS and the tests read the count).
 # Prints every violation; exits 1 if there is one.  Run by tools/test.sh.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -48,12 +54,29 @@ for pkg in "${!layer[@]}"; do
         report "$file includes $inc: only runtime and rma reach node/"
       fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file")
+    if [[ $pkg != progress && $pkg != base && $file != api/include/* ]]; then
+      # A call is MPI_ and a capitalized word then '('; types (MPI_Aint(...)) are not calls.
+      if sed -E 's://.*$::' "$file" |
+        grep -E '\bMPI_[A-Z][a-z_]*\(' |
+        grep -Ev '\bMPI_(Aint|Count|Offset|Datatype|Comm|Op|Request|Status|Info|Group|Win|Errhandler|Fint|Message|File)\(' |
+        grep -Evq 'EP_MPI\(MPI_[A-Z][a-z_]*\(' ; then
+        report "$file calls MPI without EP_MPI (base/mpi_calls.h): $(sed -E 's://.*$::' "$file" | grep -nE '\bMPI_[A-Z][a-z_]*\(' | grep -v 'EP_MPI(' | head -1)"
+      fi
+    fi
     if [[ $pkg != progress && $pkg != runtime ]]; then
       # Code only (comments may name them): strip // comments first.
       if sed -E 's://.*$::' "$file" | grep -Eq '\bprogress::|\bruntime::engine\(|\bengine\(\)\.'; then
         report "$file names the progress engine (use runtime/transport.h, runtime/wait.h)"
       fi
     fi
+    # Rule 5 (code only: // comments stripped).  base's namespace is plain `ep`.
+    while IFS= read -r other; do
+      [[ $other == "$pkg" ]] && continue
+      report "$file defines code of $other (namespace ep::$other): implement it in $other/"
+    done < <(sed -E 's://.*$::' "$file" |
+      sed -nE -e 's/^[[:space:]]*namespace[[:space:]]+ep::([a-z_]+).*/\1/p' \
+        -e 's/^[A-Za-z_][^;(]*[[:space:]*&]ep::([a-z_]+)::[A-Za-z_~][A-Za-z0-9_:~]*\(.*/\1/p' |
+      sort -u | while IFS= read -r ns; do [[ -n ${layer[$ns]+x} ]] && echo "$ns"; done)
   done < <(find "$pkg" \( -name "*.h" -o -name "*.cc" \) | tr '\n' '\0')
 done
 
@@ -61,4 +84,4 @@ if ((violations > 0)); then
   echo "check_layers: $violations violation(s)" >&2
   exit 1
 fi
-echo "check_layers: every include of ${!layer[*]} respects the layers"
+echo "check_layers: every include and definition of ${!layer[*]} respects the layers"

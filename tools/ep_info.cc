@@ -3,29 +3,36 @@
 //   [mpi]            the MPI library (MPI_Get_library_version), the MPI headers it was built
 //                    against, and the thread level MPI_Init_thread(MPI_THREAD_MULTIPLE) gives
 //   [configuration]  the EP_* table with defaults, docs and effective values (as ep_config)
-//   [node layout]    per node: its processes (MPI_Comm_split_type SHARED), the progress
-//                    CPU each would take (EP_PROGRESS_CPUS: node-local process i takes
-//                    entry i mod n; "not pinned" without it), and the transport between
-//                    them: MPI (EP_NODE_TRANSPORT=off, or a process that cannot map the
-//                    others' memory), or shared memory with large messages by
-//                    cross-memory attach or through staging buffers - what EP_Init would
-//                    choose, found the way it does (runtime/node.h): every process makes
-//                    a memfd, maps the others' through /proc and tries to read them
+//   [node layout]    per node: its processes (MPI_Comm_split_type SHARED), the CPUs each
+//                    may run on (its binding: taskset, mpiexec -bind-to) and where its
+//                    progress thread would run: the CPU EP_PROGRESS_CPUS gives it (node-
+//                    local process i takes entry i mod n), tried as EP_Init pins it -
+//                    "unpinned" with the kernel's reason if refused; "not pinned"
+//                    without the variable (a warning when that shares a single CPU);
+//                    and the transport between them: MPI (EP_NODE_TRANSPORT=off, or a
+//                    process that cannot map the others' memory), or shared memory with
+//                    large messages by cross-memory attach or through staging buffers -
+//                    what EP_Init would choose, found the way it does (runtime/node.h):
+//                    every process makes a memfd, maps the others' through /proc and
+//                    tries to read them
 // Runs standalone (a singleton MPI process) or under mpiexec: world rank 0 prints the first
 // three sections, then each node's first process prints its node, in node order.
 // Exits 1 when the environment is rejected (a malformed EP_* value) in any process.
 //   PREFIX/bin/ep_info, mpiexec -n 4 PREFIX/bin/ep_info, bazel run //tools:ep_info
 #include <mpi.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/cma.h"
 #include "node/shm.h"
+#include "progress/affinity.h"
 #include "runtime/config.h"
 #include "tools/config_table.h"
 
@@ -73,12 +80,36 @@ void print_mpi(int provided) {
               provided == MPI_THREAD_MULTIPLE ? "" : "; libep's EP_Init will refuse this MPI");
 }
 
-// What one process reports for the node layout.
-struct ProcessInfo {
-  int world_rank;
-  int local_index;
-  int cpu;  // -1: not pinned
-};
+// What one process reports for the node layout: one line, formatted where it runs.
+constexpr int kLineBytes = 320;
+
+// Where this process's progress thread would run: EP_Init's caller is this thread, whose
+// affinity the progress thread inherits before it is pinned (as EP_Init does, a probe
+// thread is pinned to `cpu` and asked which CPUs it got).
+std::string placement(int cpu) {
+  const std::vector<int> allowed = ep::progress::thread_cpus(pthread_self());
+  std::string line = "allowed CPUs " + ep::progress::cpu_list_text(allowed) + "; progress thread ";
+  if (cpu < 0) {
+    line += "not pinned (runs on CPUs " + ep::progress::cpu_list_text(allowed) + ")";
+    if (allowed.size() == 1) line += ": shares the application's only CPU";
+    return line;
+  }
+  std::string why;
+  std::vector<int> got;
+  std::thread probe([&] {
+    if (ep::progress::pin_thread(pthread_self(), cpu, &why)) {
+      got = ep::progress::thread_cpus(pthread_self());
+    }
+  });
+  probe.join();
+  if (!why.empty()) {
+    return line + "unpinned: the kernel refuses CPU " + std::to_string(cpu) + " (" + why +
+           "); runs on CPUs " + ep::progress::cpu_list_text(allowed);
+  }
+  if (got == std::vector<int>{cpu}) return line + "on CPU " + std::to_string(cpu);
+  return line + "asked for CPU " + std::to_string(cpu) + ", got CPUs " +
+         ep::progress::cpu_list_text(got);
+}
 
 // What EP_Init would choose for the processes of `node` (collective over it): a line for
 // the node's section.
@@ -123,12 +154,15 @@ void print_node_layout(const ep::runtime::Config& config, int world_rank, int wo
   int local_index = 0, local_size = 0;
   MPI_Comm_rank(node, &local_index);
   MPI_Comm_size(node, &local_size);
-  ProcessInfo mine{world_rank, local_index, -1};
+  int cpu = -1;
   if (!config.progress_cpus.empty()) {
-    mine.cpu = config.progress_cpus[local_index % config.progress_cpus.size()];
+    cpu = config.progress_cpus[local_index % config.progress_cpus.size()];
   }
-  std::vector<ProcessInfo> all(local_size);
-  MPI_Gather(&mine, 3, MPI_INT, all.data(), 3, MPI_INT, 0, node);
+  char mine[kLineBytes] = {};
+  std::snprintf(mine, sizeof mine, "  node-local process %d (world rank %d): %s", local_index,
+                world_rank, placement(cpu).c_str());
+  std::vector<char> all(static_cast<size_t>(local_size) * kLineBytes);
+  MPI_Gather(mine, kLineBytes, MPI_CHAR, all.data(), kLineBytes, MPI_CHAR, 0, node);
   const std::string transport = node_transport(config, node, local_size);
 
   MPI_Comm leaders;
@@ -146,14 +180,8 @@ void print_node_layout(const ep::runtime::Config& config, int world_rank, int wo
     MPI_Get_processor_name(host, &len);
     std::printf("node %d (%.*s): %d process(es) per node\n", node_index, len, host, local_size);
     std::printf("  transport between them: %s\n", transport.c_str());
-    for (const ProcessInfo& p : all) {
-      if (p.cpu < 0) {
-        std::printf("  node-local process %d (world rank %d): progress thread not pinned\n",
-                    p.local_index, p.world_rank);
-      } else {
-        std::printf("  node-local process %d (world rank %d): progress thread on CPU %d\n",
-                    p.local_index, p.world_rank, p.cpu);
-      }
+    for (int p = 0; p < local_size; ++p) {
+      std::printf("%s\n", &all[static_cast<size_t>(p) * kLineBytes]);
     }
     std::fflush(stdout);
     if (node_index + 1 < nodes) MPI_Send(&token, 1, MPI_INT, node_index + 1, 0, leaders);

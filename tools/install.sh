@@ -20,9 +20,9 @@ esac
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash tools/setup.sh
 
-# --- begin: ep_info (issue 34): built with libep, installed as PREFIX/bin/ep_info ---------------
+# --- begin: ep_info: built with libep, installed as PREFIX/bin/ep_info -------------------------
 bazel build --noshow_progress //:libep.so //tools:ep_info
 bin=$(bazel info bazel-bin 2>/dev/null)
 export EP_INFO_BIN="$bin/tools/ep_info"
-# --- end: ep_info (issue 34) ----------------------------------------------------------------
+# --- end: ep_info ---------------------------------------------------------------------------
 bash tools/install_files.sh "$prefix" "$bin/libep.so" api/include/ep/ep.h

@@ -45,7 +45,7 @@ Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lep
 PC
 
-# --- begin: CMake package and ep_info (issue 34) ---------------------------------------------
+# --- begin: CMake package and ep_info --------------------------------------------------------
 # The package files are relocatable (paths derive from their location): plain copies.
 cmake_src="$(dirname "${BASH_SOURCE[0]}")/../cmake"
 install -d "$prefix/lib/cmake/ep"
@@ -64,7 +64,7 @@ if [[ -n "${EP_INFO_BIN:-}" ]]; then
   install -d "$prefix/bin"
   install -m 0755 "$EP_INFO_BIN" "$prefix/bin/ep_info"
 fi
-# --- end: CMake package and ep_info (issue 34) -----------------------------------------------
+# --- end: CMake package and ep_info ----------------------------------------------------------
 
 # ---- Fortran binding (module ep_f08; owner: fortran/) -------------------------------
 # Compiled here with mpifort, against the libep.so just installed.  The sources sit next

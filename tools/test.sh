@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # libep's full test run (what CI runs via .ci/run):
 #   0. tools/check_layers.sh          (no file reaches across the layers)
+#      tools/check_hygiene.sh         (no issue numbers or dated figures in the code, README)
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
 #   2b. bazel test --test_env=EP_NODE_TRANSPORT=off --test_tag_filters=mpi //tests/...
 #                                     (the MPI tests again with the node transport off: the
 #                                     processes of this one node talk through MPI)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
-#   4. bazel test --config=asan //tests/api:fuzz_test              (the API fuzzer under ASAN)
+#   4. bazel test --config=asanubsan //...                         (everything under ASAN+UBSAN)
 # Prints a final line "N passed, N failed" and exits non-zero on any failure.
 set -uo pipefail
 
@@ -19,11 +20,9 @@ bash tools/setup.sh || {
   exit 1
 }
 
-if ! bash tools/check_layers.sh; then
-  layers_failed=1
-else
-  layers_failed=0
-fi
+layers_failed=0
+bash tools/check_layers.sh || layers_failed=$((layers_failed + 1))
+bash tools/check_hygiene.sh || layers_failed=$((layers_failed + 1))
 
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/libep-test.XXXXXX")
 trap 'rm -rf "$logdir"' EXIT
@@ -68,7 +67,7 @@ run_step node_off no test "${bazel_flags[@]}" --test_env=EP_NODE_TRANSPORT=off \
   --test_tag_filters=mpi //tests/...
 run_step tsan_stress yes test "${bazel_flags[@]}" --config=tsan --test_tag_filters=stress \
   --build_tests_only //...
-run_step asan_fuzz no test "${bazel_flags[@]}" --config=asan //tests/api:fuzz_test
+run_step asanubsan no test "${bazel_flags[@]}" --config=asanubsan --build_tests_only //...
 
 failed=$((failed + layers_failed))
 [[ $failed -gt 0 ]] && status=1

@@ -217,6 +217,18 @@ TEST(SendErrors, FreedCommIsErrComm) {
   });
 }
 
+TEST(SendErrors, MisalignedCommIsErrCommEvenIfItsFirstWordIsAnEndpointsKind) {
+  ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
+    // The endpoint's kind word, copied where no endpoint can lie (8 bytes into a 64-byte
+    // aligned block): the handle is refused before anything there is read.
+    alignas(64) unsigned char fake[256] = {};
+    std::memcpy(fake + 8, reinterpret_cast<const void*>(comm), sizeof(uint32_t));
+    int v = 1;
+    expect_error(EP_Send(&v, 1, MPI_INT, 0, 0, reinterpret_cast<EP_Comm>(fake + 8)),
+                 EP_ERR_COMM, "EP_Send", "communicator");
+  });
+}
+
 TEST(SendErrors, NullRequestPointerIsErrArg) {
   ep_test::run_endpoints(uneven(world_rank()), [](EP_Comm comm, int) {
     int rank = 0, v = 1;

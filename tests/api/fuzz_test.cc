@@ -157,7 +157,7 @@ struct Comm {
   EP_Comm h = EP_COMM_NULL;
   int rank = 0, size = 0;
   EP_Win win = EP_WIN_NULL;
-  // Issue 33: a dynamic and a shared window over the same endpoints, and the group of
+  // A dynamic and a shared window over the same endpoints, and the group of
   // this endpoint alone (post/start to itself).
   EP_Win dyn = EP_WIN_NULL, shared = EP_WIN_NULL;
   EP_Group me = EP_GROUP_NULL;
@@ -184,7 +184,7 @@ struct Ctx {
   // Values behind the pointer kinds' bad values.
   EP_Message null_msg = EP_MESSAGE_NULL, comm_msg = EP_MESSAGE_NULL;
   EP_Request bad_reqs[2] = {EP_REQUEST_NULL, EP_REQUEST_NULL};
-  // Keyvals and error handlers (issue 31): a live keyval, a freed one, and the values
+  // Keyvals and error handlers: a live keyval, a freed one, and the values
   // behind the pointer kinds' bad values.
   int keyval = EP_KEYVAL_INVALID, freed_keyval = EP_KEYVAL_INVALID;
   int invalid_keyval = EP_KEYVAL_INVALID, tag_ub_keyval = EP_TAG_UB;
@@ -1089,7 +1089,7 @@ const std::vector<Entry>& table() {
          return EP_Compare_and_swap(a.p(0, c.s()), a.p(1, c.s()), a.p(2, c.r()), a.type(3, MPI_INT),
                                     a.i(4, m.rank), a.aint(5, 2), a.p(6, m.win));
        });)},
-      // ---- issue 33: one-sided (m.dyn: a dynamic window, m.shared: a shared window,
+      // ---- one-sided (m.dyn: a dynamic window, m.shared: a shared window,
       // m.me: the group of this endpoint alone; request-based operations in lock_all)
       {"EP_Win_create_dynamic", Mode::kColl, {{K::kComm}, {K::kOut}},
        FN(EP_Win w = EP_WIN_NULL;
@@ -1197,7 +1197,7 @@ const std::vector<Entry>& table() {
           const int rc = EP_Win_test(a.p(0, m.win), a.p(1, &flag));
           if (rc != EP_SUCCESS || flag == 0) EP_Win_wait(m.win);
           return rc;)},
-      // ---- issue 31: groups and communicator creation
+      // ---- groups and communicator creation
       GROUP_RANKS(EP_Group_incl),
       GROUP_RANKS(EP_Group_excl),
       GROUP_RANGES(EP_Group_range_incl),
@@ -1228,7 +1228,7 @@ const std::vector<Entry>& table() {
       {"EP_Comm_get_name", Mode::kLocal, {{K::kComm}, {K::kOut}, {K::kOut}},
        FN(char s[EP_MAX_OBJECT_NAME]; int len;
           return EP_Comm_get_name(a.p(0, m.h), a.p(1, s), a.p(2, &len));)},
-      // ---- issue 31: attributes, error handlers, idup
+      // ---- attributes, error handlers, idup
       {"EP_Comm_create_keyval", Mode::kLocal, {{K::kOut}},
        FN(int kv = EP_KEYVAL_INVALID;
           const int rc = EP_Comm_create_keyval(EP_COMM_DUP_FN, EP_COMM_NULL_DELETE_FN,
@@ -1269,7 +1269,7 @@ const std::vector<Entry>& table() {
             EP_Comm_free(&d);
           }
           return rc;)},
-      // ---- issue 31: persistent requests (good requests: receives from EP_PROC_NULL,
+      // ---- persistent requests (good requests: receives from EP_PROC_NULL,
       // complete at once when started; whatever a call left of them is freed)
       ISEND(EP_Send_init),
       ISEND(EP_Bsend_init),
@@ -1454,7 +1454,7 @@ void fuzz_endpoint(EP_Comm world, int index, uint64_t seed, int rounds, MPI_Comm
                           self, &c.self.win),
             EP_SUCCESS);
   ASSERT_EQ(EP_Win_set_errhandler(c.self.win, EP_ERRORS_RETURN), EP_SUCCESS);
-  for (Comm* m : {&c.world, &c.self}) {  // issue 33's windows and the self group
+  for (Comm* m : {&c.world, &c.self}) {  // the windows and the self group
     ASSERT_EQ(EP_Win_create_dynamic(MPI_INFO_NULL, m->h, &m->dyn), EP_SUCCESS);
     ASSERT_EQ(EP_Win_set_errhandler(m->dyn, EP_ERRORS_RETURN), EP_SUCCESS);
     void* base = nullptr;

@@ -26,7 +26,7 @@ using ep_test::last_error;
 using ep_test::progress_thread_count;
 
 int g_init_before_mpi = -1;
-std::string g_init_before_mpi_text;
+std::string g_init_before_mpi_text, g_init_before_mpi_stderr;
 int g_initialized_before_mpi_rc = -1, g_initialized_before_mpi_flag = -1;
 int g_progress_threads_before_mpi = -1;
 
@@ -159,7 +159,7 @@ std::vector<Call> all_calls() {
        }},
       {"EP_Test_cancelled", [] { return EP_Test_cancelled(&st, &flag); }},
       {"EP_Request_get_status", [] { return EP_Request_get_status(EP_REQUEST_NULL, &flag, &st); }},
-      // ---- issue 31: persistent requests
+      // ---- persistent requests
       {"EP_Send_init", [=] { return EP_Send_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
       {"EP_Bsend_init", [=] { return EP_Bsend_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
       {"EP_Ssend_init", [=] { return EP_Ssend_init(ibuf, 1, MPI_INT, 0, 0, comm, &req_storage); }},
@@ -194,7 +194,7 @@ std::vector<Call> calls_with_bad_arguments() {
       {"EP_Testsome(-1)", [] { return EP_Testsome(-1, reqs, &n, idx, &st); }},
       {"EP_Comm_create_endpoints(num_ep -1)",
        [] { return EP_Comm_create_endpoints(MPI_COMM_WORLD, -1, MPI_INFO_NULL, nullptr); }},
-      // ---- issue 31: persistent requests
+      // ---- persistent requests
       {"EP_Send_init(request NULL)",
        [] { return EP_Send_init(ibuf, 1, MPI_INT, 0, 0, EP_COMM_NULL, nullptr); }},
       {"EP_Recv_init(request NULL)",
@@ -233,6 +233,13 @@ TEST(BeforeEpInit, EpInitBeforeMpiInitIsNotInitializedAndStartsNoThread) {
   EXPECT_EQ(g_initialized_before_mpi_rc, EP_SUCCESS);
   EXPECT_EQ(g_initialized_before_mpi_flag, 0);
   EXPECT_EQ(g_progress_threads_before_mpi, 0);
+  // The reason, in one line on stderr.
+  EXPECT_EQ(ep_test::lines_with(g_init_before_mpi_stderr,
+                                {"EP_ERR_NOT_INITIALIZED", "EP_Init", "MPI"}).size(),
+            1u)
+      << g_init_before_mpi_stderr;
+  EXPECT_EQ(ep_test::lines_with(g_init_before_mpi_stderr, {}).size(), 1u)
+      << g_init_before_mpi_stderr;
 }
 
 TEST(BeforeEpInit, InitializedIsZeroAndErrorStringWorks) {
@@ -267,8 +274,12 @@ TEST(EpInit, SucceedsAndStartsOneThreadNamedEpProgress) {
   EXPECT_EQ(progress_thread_count(), 1);
 }
 
-TEST(EpInit, SecondEpInitFailsAndKeepsOneProgressThread) {
-  EXPECT_NE(EP_Init(), EP_SUCCESS);
+TEST(EpInit, SecondEpInitFailsSaysWhyAndKeepsOneProgressThread) {
+  int rc = EP_SUCCESS;
+  const std::string err = ep_test::capture_stderr([&] { rc = EP_Init(); });
+  EXPECT_NE(rc, EP_SUCCESS);
+  EXPECT_EQ(ep_test::lines_with(err, {"EP_Init", "already initialized"}).size(), 1u) << err;
+  EXPECT_EQ(ep_test::lines_with(err, {}).size(), 1u) << err;
   expect_initialized_flag(1);
   EXPECT_EQ(progress_thread_count(), 1);
 }
@@ -353,7 +364,7 @@ TEST(AfterEpFinalize, ErrorStringStillWorks) {
 
 int main(int argc, char** argv) {
   g_progress_threads_before_mpi = progress_thread_count();
-  g_init_before_mpi = EP_Init();
+  g_init_before_mpi_stderr = ep_test::capture_stderr([] { g_init_before_mpi = EP_Init(); });
   g_init_before_mpi_text = last_error(EP_ERR_NOT_INITIALIZED);
   g_initialized_before_mpi_rc = EP_Initialized(&g_initialized_before_mpi_flag);
   if (progress_thread_count() != 0) g_progress_threads_before_mpi = progress_thread_count();

@@ -1,7 +1,9 @@
 // proc_util.h - what the API tests need to know about this process's threads.
 //
 // threads_named(name) lists the thread ids whose /proc/self/task/<tid>/comm is `name`
-// (the progress thread is "ep-progress"); affinity_of(tid) is its CPU set.
+// (the progress thread is "ep-progress"); affinity_of(tid) is its CPU set;
+// capture_stderr(fn) is what the process writes to stderr (fd 2) while fn runs, and
+// lines_with(text, words) the lines of text that contain every one of words.
 #ifndef EP_TESTS_API_PROC_UTIL_H_
 #define EP_TESTS_API_PROC_UTIL_H_
 
@@ -10,8 +12,11 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,6 +51,44 @@ inline std::vector<int> affinity_of(pid_t tid) {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   }
   return cpus;
+}
+
+// Captures what the process writes to stderr (fd 2) while `fn` runs.
+template <class F>
+std::string capture_stderr(F&& fn) {
+  std::fflush(stderr);
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string tmpl = std::string(dir ? dir : "/tmp") + "/ep_stderr_XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  int fd = mkstemp(buf.data());
+  if (fd < 0) return "(mkstemp failed)";
+  int saved = dup(2);
+  dup2(fd, 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  std::ifstream f(buf.data());
+  std::stringstream ss;
+  ss << f.rdbuf();
+  unlink(buf.data());
+  return ss.str();
+}
+
+// The lines of `text` that contain every one of `words`.
+inline std::vector<std::string> lines_with(const std::string& text,
+                                           std::initializer_list<std::string> words) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    bool all = true;
+    for (const std::string& w : words) all = all && line.find(w) != std::string::npos;
+    if (all) out.push_back(line);
+  }
+  return out;
 }
 
 }  // namespace ep_test

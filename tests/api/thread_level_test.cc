@@ -35,7 +35,8 @@ TEST(ThreadLevel, EpInitFailsWithErrThreadLevelUnlessMpiProvidesMultiple) {
   int queried = -1;
   MPI_Query_thread(&queried);
   EXPECT_EQ(queried, g_provided);
-  int rc = EP_Init();
+  int rc = -1;
+  const std::string err = ep_test::capture_stderr([&] { rc = EP_Init(); });
   if (g_provided == MPI_THREAD_MULTIPLE) {
     std::printf("NOTE: MPI provided MPI_THREAD_MULTIPLE although %s was requested; "
                 "EP_Init must then succeed\n",
@@ -49,6 +50,11 @@ TEST(ThreadLevel, EpInitFailsWithErrThreadLevelUnlessMpiProvidesMultiple) {
   }
   EXPECT_LT(g_provided, MPI_THREAD_MULTIPLE);
   ASSERT_EQ(rc, EP_ERR_THREAD_LEVEL);
+  // The reason, in one line on stderr.
+  EXPECT_EQ(ep_test::lines_with(err, {"EP_ERR_THREAD_LEVEL", "EP_Init", "MPI_THREAD_MULTIPLE"})
+                .size(),
+            1u)
+      << err;
   std::string s = ep_test::last_error(EP_ERR_THREAD_LEVEL);
   EXPECT_NE(s.find("EP_Init:"), std::string::npos) << s;
   EXPECT_NE(s.find("MPI_THREAD_MULTIPLE"), std::string::npos) << s;

@@ -1,4 +1,4 @@
-// Blocking collectives (issue 3) on every rank layout, with uneven endpoints per process
+// Blocking collectives on every rank layout, with uneven endpoints per process
 // (3, 1, 2) and 1, 2 or 3 processes:
 //  * layouts: grouped (split key = world rank), reversed (key = -rank), interleaved
 //    (consecutive ranks alternate between processes); every test runs on all three;

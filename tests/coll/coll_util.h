@@ -1,4 +1,4 @@
-// coll_util.h - helpers shared by the collective tests in tests/coll (issue 3):
+// coll_util.h - helpers shared by the collective tests in tests/coll:
 //
 //  * World: where every endpoint of the world endpoints communicator lives (process,
 //    index within the process), computed from ep_test::uneven(p) alone, never asked of

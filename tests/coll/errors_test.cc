@@ -1,4 +1,4 @@
-// Wrong arguments to collectives (issue 3), with EP_ERRORS_RETURN (set by run_endpoints on
+// Wrong arguments to collectives, with EP_ERRORS_RETURN (set by run_endpoints on
 // the world communicator and inherited by the split / intercommunicators made from it):
 //  * bad root (-1, size, EP_ROOT on an intracommunicator) -> EP_ERR_ROOT;
 //  * negative count (and negative entries in v-variant count arrays) -> EP_ERR_COUNT;
@@ -7,8 +7,9 @@
 //  * EP_Scan / EP_Exscan (which MPI does not define there) on an intercommunicator ->
 //    EP_ERR_COMM; EP_COMM_NULL -> EP_ERR_COMM;
 //  * a NULL request pointer to a nonblocking collective -> EP_ERR_ARG;
-//  * the same for the issue-32 calls (every other nonblocking collective, EP_Alltoallw:
-//    a NULL datatype array -> EP_ERR_ARG, one holding MPI_DATATYPE_NULL -> EP_ERR_TYPE).
+//  * the same for every other nonblocking collective and EP_Alltoallw (and for
+//    EP_Alltoallw: a NULL datatype array -> EP_ERR_ARG, one holding MPI_DATATYPE_NULL ->
+//    EP_ERR_TYPE).
 // Every endpoint passes the same bad argument, so every endpoint must get the error (none
 // may hang waiting for the others), EP_Error_string must name the failing call, and the
 // communicator must still work afterwards (a checked Allreduce/Bcast after each batch).
@@ -298,11 +299,11 @@ TEST_P(Errors, InPlaceWhereMpiForbidsIt) {
   });
 }
 
-// The issue-32 calls (every other nonblocking collective and EP_Alltoallw): bad root,
+// Every other nonblocking collective and EP_Alltoallw: bad root,
 // negative counts, null and uncommitted datatypes (an Alltoallw type array that is NULL
 // or holds MPI_DATATYPE_NULL), MPI_OP_NULL, EP_IN_PLACE where MPI forbids it, and a NULL
 // request pointer.  Every endpoint fails at once, returns no request and writes nothing.
-TEST_P(Errors, Issue32CallsWrongArguments) {
+TEST_P(Errors, OtherNonblockingCollectivesAndAlltoallwRejectWrongArguments) {
   MatOp mop;
   run_layout(GetParam(), [&](const Ctx& c) {
     const int n = c.size;

@@ -1,4 +1,4 @@
-// Collectives on intercommunicators (issue 32) and EP_Comm_split of an intercommunicator.
+// Collectives on intercommunicators and EP_Comm_split of an intercommunicator.
 // The intercommunicators join two groups of the world endpoints communicator (uneven
 // endpoints per process), in four shapes:
 //   SharedGrouped, SharedInterleaved  groups by world endpoint parity: with 2 or more

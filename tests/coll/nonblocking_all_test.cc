@@ -1,4 +1,4 @@
-// Every nonblocking collective of issue 32 (EP_Igather(v), EP_Iscatter(v), EP_Iallgather(v),
+// Every nonblocking collective (EP_Igather(v), EP_Iscatter(v), EP_Iallgather(v),
 // EP_Ialltoall(v,w), EP_Ireduce_scatter(_block), EP_Iscan, EP_Iexscan) and blocking
 // EP_Alltoallw, on grouped / reversed / interleaved layouts with uneven endpoints per
 // process (ep_mpi_test runs 1, 2 and 3 processes):

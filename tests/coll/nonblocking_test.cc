@@ -1,4 +1,4 @@
-// Nonblocking collectives (issue 3): EP_Ibarrier, EP_Ibcast, EP_Ireduce, EP_Iallreduce on
+// Nonblocking collectives: EP_Ibarrier, EP_Ibcast, EP_Ireduce, EP_Iallreduce on
 // grouped / reversed / interleaved layouts with uneven endpoints per process:
 //  * results (every root, int SUM, the non-commutative matrix op, EP_IN_PLACE);
 //  * asynchronous progress: after starting (staggered), endpoints sleep without calling

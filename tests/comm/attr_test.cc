@@ -1,4 +1,4 @@
-// Attribute caching (issue 31), on 1-3 processes with uneven endpoints (3, 1, 2):
+// Attribute caching, on 1-3 processes with uneven endpoints (3, 1, 2):
 //  * counting copy/delete callbacks: exact counts and values after set, get, dup, idup,
 //    replace, delete and free; callbacks run in the endpoint's own thread (thread-local
 //    counters) and may call libep on the communicator they are given;

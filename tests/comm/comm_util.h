@@ -1,4 +1,4 @@
-// comm_util.h - helpers shared by the communicator tests in tests/comm (issue 4):
+// comm_util.h - helpers shared by the communicator tests in tests/comm:
 //
 //  * Layout: where every endpoint of a "world" endpoints communicator lives (process,
 //    index), computed independently of libep from the per-process endpoint counts.

@@ -1,4 +1,4 @@
-// Communicators made from groups and by type (issue 31): EP_Comm_create (collective over
+// Communicators made from groups and by type: EP_Comm_create (collective over
 // the parent), EP_Comm_create_group (over the group only: disjoint groups at once, the
 // same group under several tags, nested creations), EP_Comm_split_type (process, node,
 // EP_UNDEFINED), and the names of communicators.

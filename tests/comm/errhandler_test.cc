@@ -1,4 +1,4 @@
-// Error handlers of the user's own (issue 31), on 1-3 processes with uneven endpoints:
+// Error handlers of the user's own, on 1-3 processes with uneven endpoints:
 //  * a failing call (a bad tag) on a communicator with a user handler calls it once, in
 //    the failing call's thread, with the communicator's handle and the code, and returns
 //    the code; the handler may call libep on that communicator (EP_Comm_rank);

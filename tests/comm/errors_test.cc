@@ -1,4 +1,4 @@
-// Bad arguments of the issue-4 calls return clear errors (EP_ERRORS_RETURN) instead of
+// Bad arguments of the communicator calls return clear errors (EP_ERRORS_RETURN) instead of
 // hanging, and the communicators stay usable afterwards:
 //  * null communicators: EP_Comm_split, EP_Intercomm_create, EP_Intercomm_merge,
 //    EP_Comm_remote_size, EP_Barrier, EP_Bcast, EP_Allreduce -> EP_ERR_COMM;

@@ -1,4 +1,4 @@
-// Groups built from groups (issue 31; MPI 3.1 section 6.3.2): EP_Group_incl, excl,
+// Groups built from groups (MPI 3.1 section 6.3.2): EP_Group_incl, excl,
 // range_incl, range_excl, union, intersection, difference, compare, and the predefined
 // EP_GROUP_EMPTY as input and output.
 //  * conformance: every result's members (translated to the world group, whose rank r is

@@ -1,4 +1,4 @@
-// EP_Comm_idup under stress (issue 31; tag "stress": CI runs it under TSAN too), on 1-3
+// EP_Comm_idup under stress (tag "stress": CI runs it under TSAN too), on 1-3
 // processes with uneven endpoints.  Seeded (the seed is printed; LIBEP_STRESS_SEED=<n>
 // replays a run).  Each round, every endpoint:
 //  * starts 1-3 idups of world or of a split of it (a random key order: grouped,

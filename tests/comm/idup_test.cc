@@ -1,4 +1,4 @@
-// EP_Comm_idup (issue 31), on 1-3 processes with uneven endpoints (3, 1, 2):
+// EP_Comm_idup, on 1-3 processes with uneven endpoints (3, 1, 2):
 //  * on grouped, reversed and interleaved layouts (EP_Comm_split with keys): the new
 //    communicator is congruent to its parent, and point-to-point and collectives on it
 //    give exact results;

@@ -1,4 +1,4 @@
-// Intercommunicators (issue 4): EP_Intercomm_create, EP_Comm_test_inter,
+// Intercommunicators: EP_Intercomm_create, EP_Comm_test_inter,
 // EP_Comm_remote_size, EP_Comm_size/rank (local group), EP_Comm_group (local group),
 // point-to-point (ranks address the remote group, EP_ANY_SOURCE reports the remote-group
 // rank, per-pair order), EP_Barrier (waits for the other group), EP_Bcast (EP_ROOT /

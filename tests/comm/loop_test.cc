@@ -1,4 +1,4 @@
-// Creating and freeing communicators in loops (issue 4): 10,000 EP_Comm_dup/EP_Comm_free,
+// Creating and freeing communicators in loops: 10,000 EP_Comm_dup/EP_Comm_free,
 // 1,000 EP_Comm_split/EP_Comm_free with colours (EP_UNDEFINED included) and keys that
 // change every iteration, and a loop of EP_Intercomm_create/EP_Intercomm_merge/free.
 // Each loop checks the results it creates (rank, size, occasional collectives), then:

@@ -1,4 +1,4 @@
-// Intracommunicators made by EP_Comm_split and EP_Comm_dup (issue 4):
+// Intracommunicators made by EP_Comm_split and EP_Comm_dup:
 //  * split with full MPI semantics: one process's endpoints pick different colours (the
 //    process belongs to several new communicators), EP_UNDEFINED gives EP_COMM_NULL, key
 //    orders ranks across the whole new communicator with ties broken by old rank, also

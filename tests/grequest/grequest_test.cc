@@ -1,4 +1,4 @@
-// Generalized requests (issue 6, MPI chapter 12.2/12.3 applied to endpoints).
+// Generalized requests (MPI chapter 12.2/12.3 applied to endpoints).
 //
 // Every callback records itself in a Log (which callback, in which order, on which
 // thread); tests check order and exact counts: query_fn in the completing Wait/Test

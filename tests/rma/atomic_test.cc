@@ -1,4 +1,4 @@
-// Accumulate-family one-sided operations (issue 5), on 1, 2 and 3 processes with uneven
+// Accumulate-family one-sided operations, on 1, 2 and 3 processes with uneven
 // endpoints per process (3, 1, 2). Stress-tagged: run under TSAN by the CI.
 // Every test runs on an EP_Win_create window (served by the target process's packet
 // handler) and on an EP_Win_allocate one (reached directly by the processes of the node).

@@ -1,4 +1,4 @@
-// Dynamic windows (EP_Win_create_dynamic, EP_Win_attach, EP_Win_detach; issue 33) on 1, 2
+// Dynamic windows (EP_Win_create_dynamic, EP_Win_attach, EP_Win_detach) on 1, 2
 // and 3 processes with uneven endpoints (3, 1, 2).
 //  * three regions per endpoint, every origin puts into every region of every target and
 //    reads them back; the targets see the values;

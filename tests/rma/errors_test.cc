@@ -1,4 +1,4 @@
-// Wrong one-sided calls (issue 5), with EP_ERRORS_RETURN set on the window, on 1, 2 and 3
+// Wrong one-sided calls, with EP_ERRORS_RETURN set on the window, on 1, 2 and 3
 // processes with uneven endpoints per process (3, 1, 2). Every error is detected at the
 // origin (it knows every target's window size), so each endpoint makes its own mistakes
 // independently and nobody may hang:

@@ -1,4 +1,4 @@
-// Passive-target one-sided communication (issue 5), on 1, 2 and 3 processes with uneven
+// Passive-target one-sided communication, on 1, 2 and 3 processes with uneven
 // endpoints per process (3, 1, 2), on EP_Win_create and EP_Win_allocate windows.
 // Stress-tagged: run under TSAN by the CI.
 //  * shared locks: every endpoint holds a shared lock on every target at once, and all

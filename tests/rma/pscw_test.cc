@@ -1,4 +1,4 @@
-// General active-target synchronization (EP_Win_post/start/complete/wait/test; issue 33)
+// General active-target synchronization (EP_Win_post/start/complete/wait/test)
 // on 1, 2 and 3 processes with uneven endpoints (3, 1, 2), on EP_Win_create (node paths
 // and handler calls), EP_Win_allocate, dynamic and shared windows.  Groups are built from
 // the communicator's group, so endpoints of one process sit on both sides.

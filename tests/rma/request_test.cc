@@ -1,5 +1,5 @@
 // Request-based one-sided operations, local flushes, EP_Win_sync and the window
-// attributes (issue 33), on 1, 2 and 3 processes with uneven endpoints (3, 1, 2), on
+// attributes, on 1, 2 and 3 processes with uneven endpoints (3, 1, 2), on
 // every window flavor: EP_Win_create (node paths and handler calls only),
 // EP_Win_allocate, EP_Win_create_dynamic and EP_Win_allocate_shared.
 //  * EP_Rput then EP_Rget of every slot at every target inside lock_all: each request

@@ -1,4 +1,4 @@
-// rma_util.h - helpers shared by the one-sided tests in tests/rma (issue 5):
+// rma_util.h - helpers shared by the one-sided tests in tests/rma:
 //
 //  * World: where every endpoint of the world endpoints communicator lives (process,
 //    index within the process), computed from ep_test::uneven(p) alone (3, 1, 2

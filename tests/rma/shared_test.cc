@@ -1,4 +1,4 @@
-// Shared windows (EP_Win_allocate_shared, EP_Win_shared_query; issue 33) on 1, 2 and 3
+// Shared windows (EP_Win_allocate_shared, EP_Win_shared_query) on 1, 2 and 3
 // processes with uneven endpoints (3, 1, 2), all on this node.
 //  * every endpoint stores directly into every other endpoint's segment (pointers from
 //    EP_Win_shared_query) and loads what the others stored, within a process and across;

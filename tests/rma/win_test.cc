@@ -1,4 +1,4 @@
-// Windows and active-target one-sided communication (issue 5), on 1, 2 and 3 processes
+// Windows and active-target one-sided communication, on 1, 2 and 3 processes
 // with uneven endpoints per process (3, 1, 2):
 //  * EP_Win_create with a different size and displacement unit per endpoint (size 0 for
 //    some): displacements are scaled by the *target's* unit; EP_Win_get_attr's pointer

@@ -16,6 +16,7 @@ using ep::runtime::Request;
 using ep::runtime::request_complete;
 using ep::runtime::request_new;
 using ep::runtime::request_unref;
+using ep::runtime::requests_live;
 using ep::runtime::RequestKind;
 using ep::runtime::waited_here;
 using ep::runtime::WaitScope;
@@ -97,11 +98,13 @@ TEST(WaitScope, CompletionsInAndOutOfTheScope) {
   request_unref(theirs);
 }
 
-// Each thread's cache of Request objects is freed when the thread exits (run under
-// --config=asan, whose leak check covers this test: it has no MPI).
+// Each thread's cache of Request objects is freed when the thread exits: once the
+// threads are joined, as many Request objects are on the heap as before they started.
 TEST(RequestCache, AThreadsCachedRequestsAreFreedWhenItExits) {
+  const int64_t before = requests_live();
   for (int t = 0; t < 4; ++t) {
-    std::thread([] {
+    int64_t cached = -1;
+    std::thread([&] {
       Request* batch[100];
       for (int round = 0; round < 3; ++round) {
         for (Request*& r : batch) r = request_new(RequestKind::kRecv, true);
@@ -110,14 +113,25 @@ TEST(RequestCache, AThreadsCachedRequestsAreFreedWhenItExits) {
           request_unref(r);  // the first 64 go to the cache, the rest are deleted
         }
       }
+      cached = requests_live() - before;
     }).join();
+    EXPECT_EQ(cached, 64) << "thread " << t << ": its cache holds 64 requests before it exits";
+    EXPECT_EQ(requests_live(), before) << "thread " << t << " left its cached requests behind";
   }
-  // A request recycled by a thread that completes someone else's: it joins this
-  // thread's cache, which main's exit frees.
+  // A request recycled by a thread that completes someone else's: it joins that
+  // thread's cache, which the thread's exit frees.
   Request* r = nullptr;
   std::thread([&] { r = request_new(RequestKind::kRecv, true); }).join();
-  request_complete(r);
-  request_unref(r);
+  EXPECT_EQ(requests_live(), before + 1);
+  std::thread([&] {
+    Request* own = request_new(RequestKind::kRecv, true);  // this thread's cache exists
+    request_complete(own);
+    request_unref(own);
+    request_complete(r);
+    request_unref(r);
+    EXPECT_EQ(requests_live(), before + 2) << "both wait in this thread's cache";
+  }).join();
+  EXPECT_EQ(requests_live(), before);
 }
 
 }  // namespace

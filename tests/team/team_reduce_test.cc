@@ -1,4 +1,4 @@
-// Team-assisted reductions (issue 6): an endpoint that belongs to a helper team starts
+// Team-assisted reductions: an endpoint that belongs to a helper team starts
 // an Allreduce / Reduce of >= 1 MiB while another member waits in EP_Team_leave; the
 // waiting member runs chunks of the combine and copy steps (runtime/team.h).  Checked:
 // the results (int SUM, double MAX, the non-commutative matrix product, EP_IN_PLACE),

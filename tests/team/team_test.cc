@@ -1,4 +1,4 @@
-// Helper teams (issue 6, MPI 12.4.4 draft + API.md clarifications) and thread queries.
+// Helper teams (MPI 12.4.4 draft + API.md clarifications) and thread queries.
 //
 // Rules checked: maxsize caps teamsize; a join beyond teamsize fails at once with
 // EP_ERR_TEAM and that thread's leave/break fail too; leave blocks until every member

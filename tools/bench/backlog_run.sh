@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds backlog_bench and runs issue 30's two backlog rows (2 MPI processes):
+# Builds backlog_bench and runs its two backlog rows (2 MPI processes):
 #   500 then 2,000 unmatched messages of 64 KiB + 1 (rendezvous at the default limit);
 #   16,000 then 64,000 one-byte messages under EP_EAGER_LIMIT=0 (every message rendezvous).
 # Each row prints both drain times (medians of REPS alternating repetitions) and their

@@ -1,18 +1,32 @@
 // bench_util.h - what every benchmark program of tools/bench shares: a wall clock, the
-// median of repetitions, the host's steal time, and a check that aborts the MPI job on
-// a failed call.
+// median of repetitions, the host's steal time, a barrier that sleeps, a helper that runs
+// a function on n threads, and a check that aborts the MPI job on a failed call.
 //
-// Header-only; each benchmark is one cc_binary that includes it.
+// Header-only; each benchmark is one cc_binary that includes it.  lazy_barrier calls MPI
+// from the calling thread only; on_threads joins its threads before it returns.
 #ifndef EP_TOOLS_BENCH_BENCH_UTIL_H_
 #define EP_TOOLS_BENCH_BENCH_UTIL_H_
 
 #include <mpi.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
+
+// Aborts the whole job if an EP_* or MPI_* call does not return 0 (success).
+#define CHECK(x)                                                                  \
+  do {                                                                            \
+    int e_ = (x);                                                                 \
+    if (e_ != 0) {                                                                \
+      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #x, e_); \
+      std::fflush(stderr);                                                        \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                               \
+    }                                                                             \
+  } while (0)
 
 namespace ep_bench {
 
@@ -58,17 +72,34 @@ inline std::string steal_percent(const CpuTicks& from, const CpuTicks& to) {
   return s;
 }
 
-}  // namespace ep_bench
+inline void sleep_us(long us) {
+  struct timespec ts;
+  ts.tv_sec = us / 1000000;
+  ts.tv_nsec = (us % 1000000) * 1000;
+  nanosleep(&ts, nullptr);
+}
 
-// Aborts the whole job if an EP_* or MPI_* call does not return 0 (success).
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    int e_ = (x);                                                                 \
-    if (e_ != 0) {                                                                \
-      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #x, e_); \
-      std::fflush(stderr);                                                        \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                               \
-    }                                                                             \
-  } while (0)
+// A barrier over `ctl`'s processes that sleeps poll_us between tests: MPICH's blocking
+// calls busy-poll and would take a core from the measured threads.
+inline void lazy_barrier(MPI_Comm ctl, long poll_us = 200) {
+  MPI_Request r;
+  CHECK(MPI_Ibarrier(ctl, &r));
+  for (;;) {
+    int flag = 0;
+    CHECK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
+    if (flag) return;
+    sleep_us(poll_us);
+  }
+}
+
+// Runs fn(i) for i = 0..n-1, each on a new thread, and joins them.
+template <class F>
+void on_threads(int n, F fn) {
+  std::vector<std::thread> t;
+  for (int i = 0; i < n; ++i) t.emplace_back([&fn, i] { fn(i); });
+  for (auto& x : t) x.join();
+}
+
+}  // namespace ep_bench
 
 #endif  // EP_TOOLS_BENCH_BENCH_UTIL_H_

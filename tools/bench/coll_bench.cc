@@ -10,7 +10,7 @@
 //                                  free), repetitions interleaved; and, when both
 //                                  processes share a node, row 1's scheduling floor
 //                                  (below);
-//                                  Then the nonblocking rows (issue 32, nb_rows): an
+//                                  Then the nonblocking rows (nb_rows): an
 //                                  EP_Iallreduce of 1 MiB overlapped with 5 ms of
 //                                  computation against the computation alone;
 //                                  EP_Ialltoall / EP_Iallgather of 8 B and 64 KiB per
@@ -195,7 +195,7 @@ void mpi_only(int rank) {
   }
 }
 
-// ---- Nonblocking rows (issue 32) ----------------------------------------------------------
+// ---- Nonblocking rows -------------------------------------------------------------------
 
 // A busy loop of `n` steps outside libep (the "computation").
 double g_sink = 0;

@@ -4,7 +4,7 @@
 # Usage: tools/bench/coll_run.sh [--reps N] [--nb-only]
 #   mpiexec -n 2 coll_bench ep    libep (2 processes x 2 endpoints) and MPI on 2 processes
 #   mpiexec -n 4 coll_bench mpi4  MPI on 4 processes ("MPI everywhere")
-# --nb-only: only the nonblocking rows (6-9, issue 32) and their baselines.
+# --nb-only: only the nonblocking rows (6-9) and their baselines.
 # Environment: BAZEL_OUTPUT_BASE, BAZEL, MPIEXEC as for tools/bench/run.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

@@ -114,12 +114,7 @@ constexpr int kChurnDups = 10000, kChurnSplits = 1000;
 int g_rank = 0;
 MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, results)
 
-void sleep_us(long us) {
-  struct timespec ts;
-  ts.tv_sec = us / 1000000;
-  ts.tv_nsec = (us % 1000000) * 1000;
-  nanosleep(&ts, nullptr);
-}
+using ep_bench::sleep_us;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -127,18 +122,8 @@ inline void cpu_relax() {
 #endif
 }
 
-// A barrier over both processes that sleeps instead of spinning (MPICH's blocking
-// calls busy-poll and would steal one of the 2 cores from the measured threads).
-void lazy_barrier(long poll_us = 200) {
-  MPI_Request r;
-  CHECK_MPI(MPI_Ibarrier(g_ctl, &r));
-  for (;;) {
-    int flag = 0;
-    CHECK_MPI(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
-    if (flag) return;
-    sleep_us(poll_us);
-  }
-}
+// bench_util.h's barrier on the control communicator.
+void lazy_barrier(long poll_us = 200) { ep_bench::lazy_barrier(g_ctl, poll_us); }
 
 std::string loadavg() {
   char s[128] = {};
@@ -209,39 +194,31 @@ class Team {
 // decides when to stop and tells its peer in-band, in the payload of the last
 // message, so both sides always agree on the iteration count.
 
-// One ping-pong repetition.  send/recv move one 8-byte message; payload 0 means "last".
+// One ping-pong repetition (kernels.h) of one 8-byte message: send(m) / recv(m) move the
+// message at m.
 template <class Send, class Recv>
-Measure pingpong(bool first, const Budget& b, Send send, Recv recv) {
+Measure pingpong8(bool first, const Budget& b, Send send, Recv recv) {
   int64_t msg = 1;
-  if (!first) {
-    for (;;) {
-      recv(&msg);
-      send(&msg);
-      if (msg == 0) return {};
-    }
-  }
-  double t0 = now_s();
-  for (long i = 0;; ++i) {
-    if (i == b.warm) t0 = now_s();
-    const bool last = is_last(i, t0, b);
-    msg = last ? 0 : 1;
-    send(&msg);
-    recv(&msg);
-    if (last) {
-      long timed = i - b.warm + 1;
-      return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
-    }
-  }
+  return ep_bench::pingpong(
+      first, b,
+      [&](int64_t flag) {
+        msg = flag;
+        send(&msg);
+      },
+      [&] {
+        recv(&msg);
+        return msg;
+      });
 }
 
 Measure ep_pingpong(EP_Comm comm, int peer, bool first, const Budget& b) {
-  return pingpong(
+  return pingpong8(
       first, b, [&](int64_t* m) { CHECK_EP(EP_Send(m, 8, MPI_BYTE, peer, kTag, comm)); },
       [&](int64_t* m) { CHECK_EP(EP_Recv(m, 8, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE)); });
 }
 
 Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, const Budget& b) {
-  return pingpong(
+  return pingpong8(
       first, b, [&](int64_t* m) { CHECK_MPI(MPI_Send(m, 8, MPI_BYTE, peer, kTag, comm)); },
       [&](int64_t* m) {
         CHECK_MPI(MPI_Recv(m, 8, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
@@ -317,7 +294,7 @@ Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
 Measure ep_request_pingpong(EP_Comm comm, int peer, bool first, const Budget& b, bool persistent) {
   EP_Request s = EP_REQUEST_NULL, r = EP_REQUEST_NULL;
   if (persistent) {
-    const Measure m = pingpong(
+    const Measure m = pingpong8(
         first, b,
         [&](int64_t* msg) {
           if (s == EP_REQUEST_NULL) CHECK_EP(EP_Send_init(msg, 8, MPI_BYTE, peer, kTag, comm, &s));
@@ -333,7 +310,7 @@ Measure ep_request_pingpong(EP_Comm comm, int peer, bool first, const Budget& b,
     CHECK_EP(EP_Request_free(&r));
     return m;
   }
-  return pingpong(
+  return pingpong8(
       first, b,
       [&](int64_t* msg) {
         CHECK_EP(EP_Isend(msg, 8, MPI_BYTE, peer, kTag, comm, &s));
@@ -497,7 +474,7 @@ int main(int argc, char** argv) {
 
   Budget lat;  // latency repetitions
   lat.seconds = opt.rep_seconds;
-  Budget atom = lat;  // the atomic ping-pong is ~100x faster: more warm-up
+  Budget atom = lat;  // the atomic ping-pong is far faster: more warm-up
   atom.warm = 10000;
   Budget rate = lat;  // windows
   rate.min_iters = 5;

@@ -1,4 +1,5 @@
-// rma_bench.cc - one-sided benchmarks of libep against plain MPI (issue 5).
+// rma_bench.cc - one-sided benchmarks of libep against plain MPI: put rate and
+// fetch-and-op latency in a passive epoch (dynamic and shared windows: rma_dyn_bench.cc).
 //
 //   mpiexec -n 2 rma_bench [--reps N]
 //

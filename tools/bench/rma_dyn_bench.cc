@@ -1,4 +1,5 @@
-// rma_dyn_bench.cc - issue 33's one-sided benchmarks of libep against plain MPI.
+// rma_dyn_bench.cc - one-sided benchmarks of libep against plain MPI on dynamic and shared
+// windows, with request-based operations.
 //
 //   mpiexec -n 2 rma_dyn_bench [--reps N]
 //

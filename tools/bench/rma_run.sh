@@ -8,7 +8,7 @@
 #                            latency on allocated windows (EP_Win_allocate against
 #                            MPI_Win_allocate: the issue's targets) and on windows over
 #                            user memory (EP_Win_create against MPI_Win_create).
-#   mpiexec -n 2 rma_dyn_bench   issue 33 (rows 7-12): 8-byte EP_Rput rate and EP_Rget
+#   mpiexec -n 2 rma_dyn_bench   rows 7-12: 8-byte EP_Rput rate and EP_Rget
 #                            latency on dynamic windows (node path, and the progress
 #                            thread's path with ep_shared_memory=false) against MPI_Rput /
 #                            MPI_Rget on an MPI_Win_create_dynamic window; a load/store
@@ -57,7 +57,7 @@ row 4 "8 B fetch-and-op + flush latency, EP_Win_create / MPI_Win_create" ep_crea
 # Rows 5-6: the handler path (what windows on other nodes use), for information.
 row 5 "8 B put + flush rate, EP_Win_create + ep_shared_memory=false (handler calls) / MPI_Win_create" ep_handler_put8_rate mpi_create_put8_rate ops/s 0.5 1
 row 6 "8 B fetch-and-op + flush latency, EP_Win_create + ep_shared_memory=false (handler calls) / MPI_Win_create" ep_handler_fop8_us mpi_create_fop8_us us 2 0
-# Rows 7-12: issue 33 (rma_dyn_bench; origin rank 0, target rank 2 in the other process).
+# Rows 7-12: rma_dyn_bench (origin rank 0, target rank 2 in the other process).
 row 7 "8 B EP_Rput + wait + flush rate, dynamic window, node path / MPI_Rput, MPI_Win_create_dynamic" ep_dyn_rput8_rate mpi_dyn_rput8_rate ops/s 0.5 1
 row 8 "8 B EP_Rget + wait latency, dynamic window, node path / MPI_Rget, MPI_Win_create_dynamic" ep_dyn_rget8_us mpi_dyn_rget8_us us 2 0
 row 9 "8 B EP_Rput + wait + flush rate, dynamic window, ep_shared_memory=false (progress thread) / MPI_Rput" ep_dynh_rput8_rate mpi_dyn_rput8_rate ops/s 0.5 1

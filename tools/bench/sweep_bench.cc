@@ -2,7 +2,7 @@
 // data of tools/bench/report.sh's plots.
 //
 //   mpiexec -n 2 sweep_bench [--min-bytes N] [--max-bytes N] [--factor F] [--reps N]
-//                            [--rep-seconds S] [--pairs LIST] [--phases pr]
+//                            [--rep-seconds S] [--pairs LIST] [--phases pr] [--vector 0|1]
 //
 // p. Ping-pong over message sizes --min-bytes, x --factor, ... up to --max-bytes
 //    (default 8 B to 4 MiB, powers of 2), three series measured in turn for every size
@@ -11,6 +11,9 @@
 //      ep_inter  endpoint 0 of each of the 2 processes (1 endpoint per process);
 //      mpi       MPI_Send / MPI_Recv between MPI ranks 0 and 1 on a dup of
 //                MPI_COMM_WORLD, after EP_Init with libep's progress threads idle.
+//      ep_intra_vec  (--vector 1) ep_intra with a derived datatype: every message is
+//                one MPI_Type_vector(BYTES/8, 1, 2, MPI_DOUBLE), every other double of
+//                a buffer twice the size (BYTES is the data moved, as in ep_intra).
 //    Plain MPI has no in-process counterpart of ep_intra that is safe here (two threads
 //    of one process on MPI_COMM_SELF can hang Debian's MPICH), so `mpi` is the baseline
 //    of both libep series: 2 MPI processes on one node.
@@ -38,7 +41,6 @@
 // Uses only the public API (ep/ep.h) and MPI.
 #include <ep/ep.h>
 #include <mpi.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -47,7 +49,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tools/bench/bench_util.h"
@@ -58,7 +59,6 @@ namespace {
 using ep_bench::median;
 using ep_bench::now_s;
 using ep_bench::Budget;
-using ep_bench::is_last;
 using ep_bench::kWindow;
 using ep_bench::Measure;
 using ep_bench::stream;
@@ -71,25 +71,10 @@ MPI_Comm g_ctl = MPI_COMM_NULL;  // control traffic only (lazy barriers, the fin
 // Cleared by any measuring thread that finds a wrong payload; read after the threads joined.
 std::atomic<bool> g_checks_ok{true};
 
-void sleep_us(long us) {
-  struct timespec ts;
-  ts.tv_sec = us / 1000000;
-  ts.tv_nsec = (us % 1000000) * 1000;
-  nanosleep(&ts, nullptr);
-}
+using ep_bench::sleep_us;
 
-// A barrier over both processes that sleeps between tests (MPICH's blocking calls
-// busy-poll and would take a core from the measured threads).
-void lazy_barrier() {
-  MPI_Request r;
-  CHECK(MPI_Ibarrier(g_ctl, &r));
-  for (;;) {
-    int flag = 0;
-    CHECK(MPI_Test(&r, &flag, MPI_STATUS_IGNORE));
-    if (flag) return;
-    sleep_us(200);
-  }
-}
+// bench_util.h's barrier on the control communicator.
+void lazy_barrier() { ep_bench::lazy_barrier(g_ctl); }
 
 // The flag in a payload's first 8 bytes: 0 marks the last message.
 int64_t get_flag(const unsigned char* p) {
@@ -107,18 +92,62 @@ void check_payload(const std::vector<unsigned char>& buf) {
   if (buf.size() > sizeof(int64_t) && buf.back() != kPattern) g_checks_ok = false;
 }
 
-// One ping-pong repetition of `bytes`-byte messages; send/recv move the whole buffer.
-// The initiator (`first`) returns the one-way latency.
+// One ping-pong repetition (kernels.h) of `bytes`-byte messages; send(p) / recv(p) move
+// the whole buffer at p.  Both sides check the last message's payload.
 template <class Send, class Recv>
-Measure pingpong(bool first, size_t bytes, const Budget& b, Send send, Recv recv) {
+Measure pingpong_bytes(bool first, size_t bytes, const Budget& b, Send send, Recv recv) {
   std::vector<unsigned char> buf(bytes, first ? kPattern : 0);
   unsigned char* p = buf.data();
+  const Measure m = ep_bench::pingpong(
+      first, b,
+      [&](int64_t flag) {
+        set_flag(p, flag);
+        send(p);
+      },
+      [&] {
+        recv(p);
+        return get_flag(p);
+      });
+  check_payload(buf);
+  return m;
+}
+
+Measure ep_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
+  const int n = static_cast<int>(bytes);
+  return pingpong_bytes(
+      first, bytes, b, [&](unsigned char* m) { CHECK(EP_Send(m, n, MPI_BYTE, peer, kTag, comm)); },
+      [&](unsigned char* m) {
+        CHECK(EP_Recv(m, n, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE));
+      });
+}
+
+// ep_pingpong with one `vec` per message: the data is every other double of a buffer of
+// 2 * bytes; the gaps are never sent, so the receiver's stay 0.
+Measure ep_vec_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, MPI_Datatype vec,
+                        const Budget& b) {
+  const size_t n = bytes / sizeof(double);
+  std::vector<double> buf(2 * n, 0.0);
+  double pattern;
+  std::memset(&pattern, kPattern, sizeof pattern);
+  if (first) {
+    for (size_t i = 0; i < n; ++i) buf[2 * i] = pattern;
+  }
+  auto* p = reinterpret_cast<unsigned char*>(buf.data());
+  auto check = [&] {
+    for (size_t i = 1; i < n; ++i) {
+      if (std::memcmp(&buf[2 * i], &pattern, sizeof pattern) != 0 || buf[2 * i - 1] != 0.0) {
+        g_checks_ok = false;
+      }
+    }
+  };
+  auto send = [&] { CHECK(EP_Send(p, 1, vec, peer, kTag, comm)); };
+  auto recv = [&] { CHECK(EP_Recv(p, 1, vec, peer, kTag, comm, EP_STATUS_IGNORE)); };
   if (!first) {
     for (;;) {
-      recv(p);
-      send(p);
+      recv();
+      send();
       if (get_flag(p) == 0) {
-        check_payload(buf);
+        check();
         return {};
       }
     }
@@ -128,28 +157,19 @@ Measure pingpong(bool first, size_t bytes, const Budget& b, Send send, Recv recv
     if (i == b.warm) t0 = now_s();
     const bool last = is_last(i, t0, b);
     set_flag(p, last ? 0 : 1);
-    send(p);
-    recv(p);
+    send();
+    recv();
     if (last) {
-      check_payload(buf);
+      check();
       const long timed = i - b.warm + 1;
       return {(now_s() - t0) / static_cast<double>(timed) / 2, timed};
     }
   }
 }
 
-Measure ep_pingpong(EP_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
-  const int n = static_cast<int>(bytes);
-  return pingpong(
-      first, bytes, b, [&](unsigned char* m) { CHECK(EP_Send(m, n, MPI_BYTE, peer, kTag, comm)); },
-      [&](unsigned char* m) {
-        CHECK(EP_Recv(m, n, MPI_BYTE, peer, kTag, comm, EP_STATUS_IGNORE));
-      });
-}
-
 Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Budget& b) {
   const int n = static_cast<int>(bytes);
-  return pingpong(
+  return pingpong_bytes(
       first, bytes, b, [&](unsigned char* m) { CHECK(MPI_Send(m, n, MPI_BYTE, peer, kTag, comm)); },
       [&](unsigned char* m) {
         CHECK(MPI_Recv(m, n, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
@@ -158,9 +178,7 @@ Measure mpi_pingpong(MPI_Comm comm, int peer, bool first, size_t bytes, const Bu
 
 // Records a window whose messages differ (each window's messages carry one flag).
 void check_window(const int64_t* buf) {
-  for (int j = 0; j + 1 < kWindow; ++j) {
-    if (buf[j] != buf[kWindow - 1]) g_checks_ok = false;
-  }
+  if (!ep_bench::uniform_window(buf, ep_bench::StreamShape{})) g_checks_ok = false;
 }
 
 Measure ep_stream(EP_Comm comm, int peer, bool sender, const Budget& b) {
@@ -187,13 +205,7 @@ Measure mpi_stream(MPI_Comm comm, int peer, bool sender, const Budget& b) {
       check_window);
 }
 
-// Runs fn(i) on n new threads and joins them.
-template <class F>
-void on_threads(int n, F fn) {
-  std::vector<std::thread> t;
-  for (int i = 0; i < n; ++i) t.emplace_back([&fn, i] { fn(i); });
-  for (auto& x : t) x.join();
-}
+using ep_bench::on_threads;
 
 // The values of one figure, one per recorded repetition.
 struct Series {
@@ -213,6 +225,7 @@ struct Options {
   double rep_seconds = 0.05;
   std::vector<int> pairs = {1, 2, 4};
   std::string phases = "pr";
+  bool vector = false;  // the ep_intra_vec series
   bool has(char p) const { return phases.find(p) != std::string::npos; }
 };
 
@@ -221,14 +234,15 @@ struct Options {
     std::fprintf(
         stderr,
         "usage: mpiexec -n 2 %s [--min-bytes N] [--max-bytes N] [--factor F] [--reps N]\n"
-        "       [--rep-seconds S] [--pairs LIST] [--phases pr]\n"
+        "       [--rep-seconds S] [--pairs LIST] [--phases pr] [--vector 0|1]\n"
         "  --min-bytes N    smallest ping-pong message, >= 8 (default 8)\n"
         "  --max-bytes N    largest ping-pong message, < 2 GiB (default 4194304)\n"
         "  --factor F       size step, 2-1024 (default 2)\n"
         "  --reps N         recorded repetitions per figure (default 5; +1 warm-up)\n"
         "  --rep-seconds S  timed duration of one repetition (default 0.05)\n"
         "  --pairs LIST     stream pairs of the rate phase, e.g. 1,2,4 (default; each 1-16)\n"
-        "  --phases P       p = ping-pong sweep, r = message rate (default pr)\n",
+        "  --phases P       p = ping-pong sweep, r = message rate (default pr)\n"
+        "  --vector 0|1     1: also the ep_intra_vec series (sizes multiples of 8; default 0)\n",
         argv0);
   }
   MPI_Abort(MPI_COMM_WORLD, 2);
@@ -266,12 +280,15 @@ Options parse(int argc, char** argv) {
       if (o.phases.empty() || o.phases.find_first_not_of("pr") != std::string::npos) {
         usage(argv[0]);
       }
+    } else if (a == "--vector") {
+      o.vector = std::atoi(v) != 0;
     } else {
       usage(argv[0]);
     }
   }
   if (o.min_bytes < 8 || o.max_bytes < o.min_bytes || o.max_bytes >= (1L << 31) || o.factor < 2 ||
-      o.factor > 1024 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty()) {
+      o.factor > 1024 || o.reps < 1 || !(o.rep_seconds > 0) || o.pairs.empty() ||
+      (o.vector && (o.min_bytes % 8 != 0 || o.factor % 2 != 0))) {
     usage(argv[0]);
   }
   return o;
@@ -310,7 +327,8 @@ int main(int argc, char** argv) {
 
   std::vector<long> sizes;
   for (long s = opt.min_bytes; s <= opt.max_bytes; s *= opt.factor) sizes.push_back(s);
-  std::vector<Series> ep_intra(sizes.size()), ep_inter(sizes.size()), mpi(sizes.size());
+  std::vector<Series> ep_intra(sizes.size()), ep_inter(sizes.size()), mpi(sizes.size()),
+      ep_intra_vec(sizes.size());
   if (opt.has('p')) {
     EP_Comm intra[2] = {EP_COMM_NULL, EP_COMM_NULL};  // process 0's ranks 0 and 1
     CHECK(EP_Comm_create_endpoints(MPI_COMM_WORLD, p0 ? 2 : 0, MPI_INFO_NULL, intra));
@@ -336,6 +354,16 @@ int main(int argc, char** argv) {
           Measure mi[2];
           on_threads(2, [&](int i) { mi[i] = ep_pingpong(intra[i], 1 - i, i == 0, bytes, b); });
           if (r > 0) ep_intra[k].add(mi[0], mi[0].value);
+          if (opt.vector) {
+            MPI_Datatype vec;
+            CHECK(MPI_Type_vector(static_cast<int>(bytes / 8), 1, 2, MPI_DOUBLE, &vec));
+            CHECK(MPI_Type_commit(&vec));
+            on_threads(2, [&](int i) {
+              mi[i] = ep_vec_pingpong(intra[i], 1 - i, i == 0, bytes, vec, b);
+            });
+            CHECK(MPI_Type_free(&vec));
+            if (r > 0) ep_intra_vec[k].add(mi[0], mi[0].value);
+          }
         }
       }
     }
@@ -413,8 +441,12 @@ int main(int argc, char** argv) {
       const struct {
         const char* name;
         const Series& s;
-      } rows[] = {{"ep_intra", ep_intra[k]}, {"ep_inter", ep_inter[k]}, {"mpi", mpi[k]}};
+      } rows[] = {{"ep_intra", ep_intra[k]},
+                  {"ep_inter", ep_inter[k]},
+                  {"mpi", mpi[k]},
+                  {"ep_intra_vec", ep_intra_vec[k]}};
       for (const auto& row : rows) {
+        if (row.s.v.empty()) continue;
         print_series("pp", row.name, sizes[k], row.s, 1e6);
         std::printf(" %.6g %ld\n",
                     static_cast<double>(sizes[k]) / median(row.s.v) / (1024.0 * 1024.0),

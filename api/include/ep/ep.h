@@ -95,7 +95,7 @@ typedef struct EP_Status {
 #define EP_WIN_BASE MPI_WIN_BASE
 #define EP_WIN_SIZE MPI_WIN_SIZE
 #define EP_WIN_DISP_UNIT MPI_WIN_DISP_UNIT
-/* Issue 33: a window's flavor and memory model (EP_Win_get_attr gives an int *). */
+/* A window's flavor and memory model (EP_Win_get_attr gives an int *). */
 #define EP_WIN_CREATE_FLAVOR MPI_WIN_CREATE_FLAVOR
 #define EP_WIN_MODEL MPI_WIN_MODEL
 #define EP_WIN_FLAVOR_CREATE MPI_WIN_FLAVOR_CREATE
@@ -517,8 +517,8 @@ int EP_Compare_and_swap(const void *origin_addr, const void *compare_addr, void 
                         MPI_Datatype datatype, int target_rank, MPI_Aint target_disp,
                         EP_Win win);
 
-/* ---- One-sided, issue 33: more window flavors, request-based operations, the other
- * synchronizations.
+/* ---- One-sided: dynamic and shared windows, request-based operations, local flushes,
+ * sync, general active-target synchronization.
  * Dynamic windows (EP_Win_create_dynamic): memory is attached and detached per endpoint
  * at any time; the target displacement is the target's address (MPI_Get_address); an
  * access to memory not attached at the target is EP_ERR_RMA_RANGE, returned by the
