@@ -12,11 +12,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/mpi_calls.h"
+#include "progress/mpi_count.h"
 #include "runtime/runtime.h"
 #include "runtime/wait.h"
 #include "tests/common/harness.h"
@@ -466,26 +469,52 @@ TEST(NodeP2P, UncopyablePayloadFailsTheReceiveCleanly) {
 }
 
 // With the node transport on, none of the above needs MPI: an exchange of every kind
-// between processes of this node sends no packet and no payload through the engine.
+// between processes of this node sends no packet and no payload through the engine, and
+// the two threads that exchange make no MPI call at all - neither one of libep's own
+// (EP_MPI, base/mpi_calls.h) nor one of the engine's (a waiter driving it).
 TEST(NodeP2P, NodeTrafficMakesNoMpiCall) {
   if (world_size() < 2 || !node_way()) GTEST_SKIP() << "needs the node transport";
   const auto& s = ep::runtime::engine_stats();
   const uint64_t packets = s.packets_sent.load(), data = s.data_sent.load();
   on_pair([](EP_Comm comm, bool receiver, int peer) {
+    // This thread's counts (base/mpi_calls.h keeps one counter per thread).
+    auto own_calls = [] {
+      const std::atomic<uint64_t>* c = ep::mpi_calls_internal::t_counter;
+      return (c != nullptr ? c->load() : 0) + ep::progress::engine_mpi_calls_here();
+    };
     std::vector<uint8_t> big(300000, 1), small(8, 2);
+    // A derived type, described once by libep at its first use (MPI calls of its own):
+    // that use comes before the count.
+    MPI_Datatype vec;
+    MPI_Type_vector(125, 1, 2, MPI_DOUBLE, &vec);
+    MPI_Type_commit(&vec);
+    if (receiver) {
+      ASSERT_EQ(EP_Recv(big.data(), 1, vec, peer, 6, comm, EP_STATUS_IGNORE), EP_SUCCESS);
+    } else {
+      ASSERT_EQ(EP_Send(big.data(), 1, vec, peer, 6, comm), EP_SUCCESS);
+    }
+    const uint64_t before = own_calls();
     if (receiver) {
       EP_Status st;
       ASSERT_EQ(EP_Recv(small.data(), 8, MPI_BYTE, peer, 1, comm, &st), EP_SUCCESS);
       ASSERT_EQ(EP_Recv(big.data(), 300000, MPI_BYTE, EP_ANY_SOURCE, 2, comm, &st), EP_SUCCESS);
       ASSERT_EQ(EP_Probe(peer, 3, comm, &st), EP_SUCCESS);
       ASSERT_EQ(EP_Recv(small.data(), 8, MPI_BYTE, peer, 3, comm, &st), EP_SUCCESS);
+      EP_Request r;
+      ASSERT_EQ(EP_Irecv(big.data(), 1, vec, peer, 5, comm, &r), EP_SUCCESS);
+      ASSERT_EQ(EP_Wait(&r, &st), EP_SUCCESS);
       ASSERT_EQ(EP_Send(small.data(), 8, MPI_BYTE, peer, 4, comm), EP_SUCCESS);
     } else {
       ASSERT_EQ(EP_Send(small.data(), 8, MPI_BYTE, peer, 1, comm), EP_SUCCESS);
       ASSERT_EQ(EP_Send(big.data(), 300000, MPI_BYTE, peer, 2, comm), EP_SUCCESS);
       ASSERT_EQ(EP_Ssend(small.data(), 8, MPI_BYTE, peer, 3, comm), EP_SUCCESS);
+      EP_Request r;
+      ASSERT_EQ(EP_Isend(big.data(), 1, vec, peer, 5, comm, &r), EP_SUCCESS);
+      ASSERT_EQ(EP_Wait(&r, EP_STATUS_IGNORE), EP_SUCCESS);
       ASSERT_EQ(EP_Recv(small.data(), 8, MPI_BYTE, peer, 4, comm, EP_STATUS_IGNORE), EP_SUCCESS);
     }
+    EXPECT_EQ(own_calls(), before) << (receiver ? "receiver" : "sender");
+    MPI_Type_free(&vec);
   });
   EXPECT_EQ(s.packets_sent.load(), packets);
   EXPECT_EQ(s.data_sent.load(), data);
