@@ -9,6 +9,8 @@
 # EP_PROGRESS_CPUS=1,0, and a CPU the kernel refuses (4000).  Needs CPUs 0 and 1.
 # Then `mpiexec -n 2` with EP_NODE_TRANSPORT=off: the transport line of each node.
 set -euo pipefail
+# Each case sets the variables it checks (a run with --test_env=EP_NODE_TRANSPORT=off too).
+unset EP_NODE_TRANSPORT
 
 ep_info=$1
 case "$ep_info" in
