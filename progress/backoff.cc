@@ -12,7 +12,8 @@
 
 namespace ep::progress {
 
-bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns) {
+namespace {
+bool wait_op(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns, int op) {
   struct timespec ts;
   struct timespec* tsp = nullptr;
   if (timeout_ns > 0) {
@@ -20,9 +21,22 @@ bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_
     ts.tv_nsec = timeout_ns % 1'000'000'000;
     tsp = &ts;
   }
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, tsp,
-                 nullptr, 0) != 0 &&
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), op, expected, tsp, nullptr, 0) !=
+             0 &&
          errno == ETIMEDOUT;
+}
+}  // namespace
+
+bool futex_wait(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns) {
+  return wait_op(word, expected, timeout_ns, FUTEX_WAIT_PRIVATE);
+}
+
+bool futex_wait_shared(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns) {
+  return wait_op(word, expected, timeout_ns, FUTEX_WAIT);
+}
+
+void futex_wake_shared(std::atomic<uint32_t>& word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
 bool futex_wait_any(std::atomic<uint32_t>* const* words, const uint32_t* expected, int n,

@@ -35,6 +35,11 @@ bool futex_wait_any(std::atomic<uint32_t>* const* words, const uint32_t* expecte
                     int64_t timeout_ns);
 // Wakes every thread sleeping on `word`.
 void futex_wake_all(std::atomic<uint32_t>& word);
+// The same for a word in memory shared between processes (a MAP_SHARED mapping): the
+// kernel then keys the sleep by the memory, not by this process's address space, so a
+// thread of another process that maps the word wakes it.  Both sides must use these.
+bool futex_wait_shared(std::atomic<uint32_t>& word, uint32_t expected, int64_t timeout_ns);
+void futex_wake_shared(std::atomic<uint32_t>& word);
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

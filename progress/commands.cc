@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "progress/engine.h"
+#include "progress/mpi_count.h"
 
 namespace ep::progress {
 
@@ -24,23 +25,24 @@ void Engine::execute(const Command& c) {
   MpiCall call = MpiCall::kSendPacket;
   switch (c.kind) {
     case Command::kSendPacket:
-      err = injected(call) ? MPI_ERR_OTHER
-                           : MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE, c.peer, kPacketTag,
-                                       packet_comm_, &req);
+      err = injected(call)
+                ? MPI_ERR_OTHER
+                : (count_engine_mpi_call(), MPI_Isend(c.buf, static_cast<int>(c.len), MPI_BYTE,
+                                                      c.peer, kPacketTag, packet_comm_, &req));
       Stats::bump(stats_.packets_sent);
       break;
     case Command::kSendData:
       call = MpiCall::kSendData;
-      err = injected(call)
-                ? MPI_ERR_OTHER
-                : MPI_Isend(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      err = injected(call) ? MPI_ERR_OTHER
+                           : (count_engine_mpi_call(), MPI_Isend(c.buf, c.count, c.type, c.peer,
+                                                                 c.data_tag, data_comm_, &req));
       Stats::bump(stats_.data_sent);
       break;
     case Command::kRecvData:
       call = MpiCall::kRecvData;
-      err = injected(call)
-                ? MPI_ERR_OTHER
-                : MPI_Irecv(c.buf, c.count, c.type, c.peer, c.data_tag, data_comm_, &req);
+      err = injected(call) ? MPI_ERR_OTHER
+                           : (count_engine_mpi_call(), MPI_Irecv(c.buf, c.count, c.type, c.peer,
+                                                                 c.data_tag, data_comm_, &req));
       Stats::bump(stats_.data_received);
       if (err == MPI_SUCCESS && c.reply != nullptr) {  // posted: now the CTS may go
         track(req, c.done, nullptr, call, /*transfer=*/true);
@@ -105,9 +107,10 @@ void Engine::send_owned(char* buf, size_t len, int peer, int tag) {
 
 void Engine::send_owned_at(char* block, const char* data, size_t len, int peer, int tag) {
   MPI_Request req = MPI_REQUEST_NULL;
-  const int err = injected(MpiCall::kSendPacket) ? MPI_ERR_OTHER
-                                                 : MPI_Isend(data, static_cast<int>(len), MPI_BYTE,
-                                                             peer, tag, packet_comm_, &req);
+  const int err = injected(MpiCall::kSendPacket)
+                      ? MPI_ERR_OTHER
+                      : (count_engine_mpi_call(), MPI_Isend(data, static_cast<int>(len), MPI_BYTE,
+                                                            peer, tag, packet_comm_, &req));
   if (err != MPI_SUCCESS) {  // the packets are lost: counted and reported (record_failure)
     record_failure(MpiCall::kSendPacket, err);
     std::free(block);
@@ -207,7 +210,8 @@ bool Engine::test_active() {
   int outcount = 0;
   int err = injected(MpiCall::kTestsome)
                 ? MPI_ERR_OTHER
-                : MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data());
+                : (count_engine_mpi_call(),
+                   MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data()));
   if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
     // MPI could not test them: complete them all with its error (their state is unknown,
     // and waiting on would hang their waiters).

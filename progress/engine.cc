@@ -105,8 +105,12 @@ void Engine::submit(const Command& command, bool self_progress) {
 }
 
 void Engine::wake() {
-  wake_word_.fetch_add(1, std::memory_order_relaxed);  // futex word: value change only
-  futex_wake_all(wake_word_);
+  wake_ptr_->fetch_add(1, std::memory_order_relaxed);  // futex word: value change only
+  if (asleep_ != nullptr) {
+    futex_wake_shared(*wake_ptr_);
+  } else {
+    futex_wake_all(*wake_ptr_);
+  }
 }
 
 bool Engine::try_progress(const std::atomic<uint32_t>* watch, uint32_t mask) {
@@ -121,7 +125,8 @@ bool Engine::progress_now() {
   Backoff backoff(policy_);
   while (!take_baton()) {
     const int64_t ns = backoff.pause();
-    if (ns > 0) futex_wait(wake_word_, wake_word_.load(std::memory_order_relaxed), ns);
+    // relaxed: the futex compares the value itself.
+    if (ns > 0) sleep_on_word(wake_ptr_->load(std::memory_order_relaxed), ns);
   }
   lazy_passes_ = kLazyTestPasses;  // test_active tests now
   const bool work = pass();
@@ -151,7 +156,7 @@ void Engine::send_outbox(Outbox* outbox, bool flush_reserved, bool now) {
   }
 }
 
-bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
+bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask, bool* node_work) {
   assert(holds_baton());
   // relaxed: queued_ is a hint; a command whose count is not visible yet is started
   // by the next pass (every pass looks again).
@@ -160,6 +165,16 @@ bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask) {
   work |= poll_packets(watch, mask);
   // relaxed: the waiter re-reads its word with acquire; this only cuts the pass short.
   if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) return true;
+  // acquire: pairs with the release in set_node_hook().
+  if (PassHook node = node_hook_.load(std::memory_order_acquire)) {
+    bool unused = false;
+    const bool did = node(&unused);
+    if (node_work != nullptr) {
+      *node_work = did;
+    } else {
+      work |= did;
+    }
+  }
   work |= test_active();
   // acquire: pairs with the release in set_pass_hook().
   if (PassHook hook = hook_.load(std::memory_order_acquire)) {
@@ -176,15 +191,21 @@ void Engine::idle(Backoff& backoff, int64_t aside_ns, bool transfers) {
   if (!aside && transfers && ns > kTransferPollNs) ns = kTransferPollNs;
   // relaxed: the futex compares the value itself; sleeping_ and queued_ are ordered
   // by the seq_cst fences here and in submit() (Dekker pairing).
-  uint32_t seen = wake_word_.load(std::memory_order_relaxed);
+  uint32_t seen = wake_ptr_->load(std::memory_order_relaxed);
   sleeping_.store(aside ? kStandingAside : kAsleep, std::memory_order_relaxed);
+  // seq_cst: the sleeper's side of the node senders' Dekker pairing (set_idle_words).
+  if (asleep_ != nullptr) asleep_->store(1, std::memory_order_seq_cst);
   // seq_cst fence: pairs with the fence in submit().
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if ((aside || queued_.load(std::memory_order_relaxed) == 0) &&
+  // Standing aside, a helper's passes run the node hook: only an idle sleep asks.
+  const bool node_work = !aside && work_waiting_ != nullptr && work_waiting_();
+  if ((aside || queued_.load(std::memory_order_relaxed) == 0) && !node_work &&
       !stopping_.load(std::memory_order_acquire)) {
     Stats::bump(stats_.sleeps);
-    futex_wait(wake_word_, seen, ns);
+    sleep_on_word(seen, ns);
   }
+  // relaxed: a stale 1 costs a sender one needless wake.
+  if (asleep_ != nullptr) asleep_->store(0, std::memory_order_relaxed);
   sleeping_.store(kAwake, std::memory_order_relaxed);  // relaxed: only makes submit() skip a wake
 }
 
@@ -212,7 +233,8 @@ void Engine::run() {
       continue;
     }
     aside_ns = kAsideMinNs;
-    bool work = pass();
+    bool node_work = false;
+    bool work = pass(nullptr, 0, &node_work);
     // Held flushes leave within kHoldNs: poll for them instead of sleeping.
     const bool holding = !held_.empty();
     const bool transfers = transfers_ > 0;  // (read under the baton)

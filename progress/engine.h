@@ -25,7 +25,8 @@
 // (sleeps kAsideMinNs, doubling to kAsideMaxNs while helpers keep coming); a helper that
 // goes to sleep wakes it (helper_leave(true)).  Idle, the progress thread backs off:
 // spin, yield, then sleep up to 1 ms (kTransferPollNs while data transfers are in
-// flight); submit() wakes it.  Paths that skip the queue keep the order the queue would
+// flight); submit() wakes it, and so do senders of the node's other processes when the
+// node transport is on (set_idle_words).  Paths that skip the queue keep the order the queue would
 // give: a waiter's pass returns as soon as its own word changes (try_progress(watch,
 // mask)) and then polls the oldest posted receive alone a few times (kQuietPolls); a
 // blocking send of a small packet with nothing of its endpoint queued sends it at once
@@ -291,6 +292,23 @@ class Engine {
   // Set once, before any pass can call it.
   using PassHook = bool (*)(bool* pending);
   void set_pass_hook(PassHook hook) { hook_.store(hook, std::memory_order_release); }
+  // The node transport's work in every pass (runtime/node.h: rings whose pending bit is
+  // set, backlogs): true if it made progress.  Work done there does not restart the idle
+  // thread's back-off: the node's senders wake it when they need it.  Set once, before
+  // start().
+  void set_node_hook(PassHook hook) { node_hook_.store(hook, std::memory_order_release); }
+  // Where the idle progress thread sleeps while the node transport is on: `word`, a futex
+  // word in memory shared with the node's other processes, whose senders wake it (so
+  // every wait and wake on it is a shared futex operation), its `asleep` flag there (1
+  // while it sleeps: the senders' side of the Dekker pairing, node/segment.h's Doorbell),
+  // and `work_waiting`, asked after the flag is set and before sleeping (records wait for
+  // the node hook).  Without them the thread sleeps on a private word.  Set before start().
+  void set_idle_words(std::atomic<uint32_t>* word, std::atomic<uint32_t>* asleep,
+                      bool (*work_waiting)()) {
+    wake_ptr_ = word;
+    asleep_ = asleep;
+    work_waiting_ = work_waiting;
+  }
   // A fresh tag for a rendezvous payload to any peer.  Thread-safe.
   int next_data_tag() {
     // relaxed: only uniqueness matters, the tag travels in the packet itself.
@@ -321,8 +339,11 @@ class Engine {
   bool take_baton();     // acquire; false if another thread holds it
   void release_baton();  // release
   // Requires the baton.  `watch`/`mask`: end early once a bit of mask is set in *watch
-  // (nullptr: a full pass).
-  bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0);
+  // (nullptr: a full pass).  *node_work (if given) says whether the node hook did work,
+  // which the return value then leaves out: node senders ring a doorbell when they need
+  // the thread, so its work calls for no spinning afterwards (see run()).
+  bool pass(const std::atomic<uint32_t>* watch = nullptr, uint32_t mask = 0,
+            bool* node_work = nullptr);
   bool drain_commands();
   // drain_commands, then flush_held: what a pass or a sender starts.
   bool start_commands();
@@ -374,7 +395,21 @@ class Engine {
   // What the progress thread is doing (seq_cst fences: see "Memory ordering").
   static constexpr uint32_t kAwake = 0, kAsleep = 1, kStandingAside = 2;
   std::atomic<uint32_t> sleeping_{kAwake};
-  std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on
+  std::atomic<uint32_t> wake_word_{0};  // futex word the thread sleeps on (private)
+  // The word it sleeps on (wake_word_, or the shared one of set_idle_words), its asleep
+  // flag there (or nullptr: private) and the node transport's last check; written
+  // before start().
+  std::atomic<uint32_t>* wake_ptr_ = &wake_word_;
+  std::atomic<uint32_t>* asleep_ = nullptr;
+  bool (*work_waiting_)() = nullptr;
+  // Sleeps on *wake_ptr_ while it holds `seen` (a shared futex wait when asleep_ is set).
+  void sleep_on_word(uint32_t seen, int64_t ns) {
+    if (asleep_ != nullptr) {
+      futex_wait_shared(*wake_ptr_, seen, ns);
+    } else {
+      futex_wait(*wake_ptr_, seen, ns);
+    }
+  }
   std::atomic<uint32_t> data_tag_{0};
   std::atomic<uint32_t> baton_{0};  // 1 while a thread runs a pass
   // this_thread_mark() of the baton holder while it holds it, else nullptr (a hint for
@@ -385,6 +420,7 @@ class Engine {
   static constexpr uint64_t kHelperCount = 0xffffffffu, kHelperEntered = uint64_t{1} << 32;
   std::atomic<uint64_t> helpers_{0};
   std::atomic<PassHook> hook_{nullptr};  // release in set_pass_hook, acquire in pass
+  std::atomic<PassHook> node_hook_{nullptr};  // release in set_node_hook, acquire in pass
   bool hook_pending_ = false;            // owned by the baton holder
   // Owned by the baton holder:
   std::vector<MPI_Request> requests_;

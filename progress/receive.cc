@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "progress/engine.h"
+#include "progress/mpi_count.h"
 
 namespace ep::progress {
 
@@ -14,8 +15,9 @@ void Engine::post_packet_recv() {
   PostedRecv& p = posted_[(posted_head_ + posted_count_) & (kPostedRecvs - 1)];
   const int err = injected(MpiCall::kRecvPacket)
                       ? MPI_ERR_OTHER
-                      : MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE,
-                                  MPI_ANY_SOURCE, MPI_ANY_TAG, packet_comm_, &p.req);
+                      : (count_engine_mpi_call(),
+                         MPI_Irecv(p.buf + kHeadroom, static_cast<int>(kMaxPacketBytes), MPI_BYTE,
+                                   MPI_ANY_SOURCE, MPI_ANY_TAG, packet_comm_, &p.req));
   if (err != MPI_SUCCESS) {  // not posted: the next pass tries again
     record_failure(MpiCall::kRecvPacket, err);
     return;
@@ -48,7 +50,9 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     PostedRecv& oldest = posted_[posted_head_];
     int flag = 0;
     MPI_Status st;
-    const int err = injected(MpiCall::kTest) ? MPI_ERR_TRUNCATE : MPI_Test(&oldest.req, &flag, &st);
+    const int err = injected(MpiCall::kTest)
+                        ? MPI_ERR_TRUNCATE
+                        : (count_engine_mpi_call(), MPI_Test(&oldest.req, &flag, &st));
     if (!flag && err == MPI_SUCCESS) {
       // Nothing arrived: post again one receive that a waiter's packet left free, while
       // posting delays nobody.

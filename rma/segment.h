@@ -17,7 +17,9 @@
 // Cross-memory attach is enabled per target at creation by reading the target Win's
 // random cookie through it, which proves the permission and that the process is the one
 // announced.  Whatever fails (another node, no permission, no descriptors) leaves the
-// target to remote handler calls (rma/wire.h).
+// target to remote handler calls (rma/wire.h).  The memfd, the mapping through /proc and
+// the kernel copies are node/'s (node/shm.h, node/cma.h); this file adds the windows'
+// header and targets.
 //
 // Threading: allocate_segment, map_segment and probe_cma run on the creating endpoint's
 // thread; cma_copy on the origin endpoint's thread, which owns its Target;
@@ -35,18 +37,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "node/shm.h"
 #include "rma/window.h"
 
 namespace ep::rma {
 
 // The header in front of the memory in a shared segment.
 constexpr size_t kSegHeader = 64;
-
-// A random 64-bit value (segment and window cookies).
-uint64_t random_cookie();
-// Identifies this node: processes with equal keys may map each other's segments (the
-// cookie check catches a wrong guess).  Computed once.
-uint64_t node_key();
 
 // Creates w's shared segment: the header with the accumulate lock (w->acc_lock points
 // there), then - `with_memory`, for EP_Win_allocate - the window memory itself,

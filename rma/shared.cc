@@ -11,9 +11,6 @@
 // so each target is `mapped` for every origin, and operations on a shared window are
 // always done by the origin thread in its mapping (rma/ops.cc's run_direct) - the
 // passive-target lock of another process's endpoint still goes through its handler.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "node/shm.h"
 #include "rma/segment.h"
 #include "rma/table.h"
 #include "rma/window.h"
@@ -49,7 +47,7 @@ int agree(runtime::Endpoint* ep, MPI_Aint size, int disp_unit, int local_error, 
           const char* call) {
   runtime::BlobWriter bw;
   bw.put<int32_t>(local_error);
-  bw.put<uint64_t>(node_key());
+  bw.put<uint64_t>(node::node_key());
   bw.put<int64_t>(size);
   bw.put<int32_t>(disp_unit);
   std::vector<std::string> all = runtime::allgather(ep, bw.take());
@@ -90,45 +88,25 @@ int agree(runtime::Endpoint* ep, MPI_Aint size, int disp_unit, int local_error, 
 // Returns the mapping (nullptr on failure); rank 0 keeps the descriptor in *fd.
 char* map_all(runtime::Endpoint* ep, size_t len, int* fd) {
   runtime::BlobWriter bw;
-  char* mine = nullptr;
+  node::Memfd m;
   *fd = -1;
   if (ep->rank == 0) {
-    uint64_t cookie = random_cookie();
-    *fd = memfd_create("ep-shared-window", MFD_CLOEXEC);
-    if (*fd >= 0 && ftruncate(*fd, static_cast<off_t>(len)) == 0) {
-      void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
-      if (p != MAP_FAILED) {
-        mine = static_cast<char*>(p);
-        std::memcpy(mine, &cookie, sizeof(cookie));
-      }
+    const uint64_t cookie = node::random_cookie();
+    if (node::create_memfd("ep-shared-window", len, &m)) {
+      *fd = m.fd;
+      std::memcpy(m.base, &cookie, sizeof(cookie));
     }
     bw.put<int32_t>(static_cast<int32_t>(getpid()));
-    bw.put<int32_t>(mine != nullptr ? *fd : -1);
+    bw.put<int32_t>(m.base != nullptr ? m.fd : -1);
     bw.put<uint64_t>(cookie);
   }
   const std::string got = runtime::bcast(ep, 0, bw.take());
-  if (ep->rank == 0) return mine;
+  if (ep->rank == 0) return m.base;
   runtime::BlobReader rd(got);
   const int pid = rd.get<int32_t>(), rfd = rd.get<int32_t>();
   const uint64_t cookie = rd.get<uint64_t>();
   if (rfd < 0) return nullptr;
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(rfd);
-  const int f = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (f < 0) return nullptr;
-  struct stat st;
-  void* p = MAP_FAILED;
-  if (fstat(f, &st) == 0 && st.st_size >= static_cast<off_t>(len)) {
-    p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
-  }
-  close(f);
-  if (p == MAP_FAILED) return nullptr;
-  uint64_t seen = 0;
-  std::memcpy(&seen, p, sizeof(seen));
-  if (seen != cookie) {
-    munmap(p, len);
-    return nullptr;
-  }
-  return static_cast<char*>(p);
+  return node::map_peer(pid, rfd, len, 0, cookie);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "node/shm.h"
 #include "rma/lock.h"
 #include "rma/segment.h"
 #include "rma/table.h"
@@ -119,12 +120,12 @@ std::string describe(Win* w, int local_error, bool node_paths) {
   bw.put<uint32_t>(w->id);
   bw.put<int64_t>(w->size);
   bw.put<int32_t>(w->disp_unit);
-  bw.put<uint64_t>(node_key());
+  bw.put<uint64_t>(node::node_key());
   bw.put<int32_t>(static_cast<int32_t>(getpid()));
   bw.put<int32_t>(w->memfd);
   bw.put<uint64_t>(w->seg_len);
   bw.put<uint64_t>(segment_cookie(w));
-  w->cookie = random_cookie();
+  w->cookie = node::random_cookie();
   bw.put<uint64_t>(reinterpret_cast<uint64_t>(&w->cookie));
   bw.put<uint64_t>(w->cookie);
   bw.put<uint64_t>(reinterpret_cast<uint64_t>(w->base));
@@ -151,7 +152,7 @@ void connect_target(Target& t, const std::string& entry, bool map, bool dynamic)
   t.id = rd.get<uint32_t>();
   t.size = rd.get<int64_t>();
   t.disp_unit = rd.get<int32_t>();
-  const uint64_t node = rd.get<uint64_t>();
+  const uint64_t key = rd.get<uint64_t>();
   const int pid = rd.get<int32_t>(), fd = rd.get<int32_t>();
   const uint64_t len = rd.get<uint64_t>(), cookie = rd.get<uint64_t>();
   const uint64_t win_cookie_at = rd.get<uint64_t>(), win_cookie = rd.get<uint64_t>();
@@ -160,7 +161,7 @@ void connect_target(Target& t, const std::string& entry, bool map, bool dynamic)
   const bool target_node_paths = rd.get<uint8_t>() != 0;
   if (t.proc == runtime::runtime()->world_rank) {
     t.local = table().find(t.id);  // registered before the exchange
-  } else if (node == node_key() && map && target_node_paths) {
+  } else if (key == node::node_key() && map && target_node_paths) {
     const bool seg = fd >= 0 && map_segment(&t, pid, fd, len, cookie);
     if (seg && mem_in_seg) {
       t.mapped = t.segment + kSegHeader;  // EP_Win_allocate: the memory is shared

@@ -10,6 +10,7 @@
 #include "base/mpi_calls.h"
 #include "runtime/error.h"
 #include "runtime/exchange.h"
+#include "runtime/node.h"
 #include "runtime/p2p.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
@@ -173,6 +174,9 @@ CommShared* begin(int num_local) {
   s->is_shadow = true;
   for (int i = 0; i < num_local; ++i) s->local.push_back(std::make_unique<Endpoint>(s, -1, i));
   c->coll = s;
+  // Rings before the context ids are known to anyone: a peer's first record finds them.
+  rt->node.attach(c);
+  rt->node.attach(s);
   rt->contexts.publish(s->ctx, s);
   rt->contexts.publish(c->ctx, c);
   return c;
@@ -234,6 +238,14 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
   c->grouped = true;
   for (int r = 1; r < c->size; ++r) c->grouped &= c->frag_of[r] >= c->frag_of[r - 1];
   for (const EpAddr& a : c->remote_addr) c->multi_process |= a.proc != rt->world_rank;
+  if (rt->node.on()) {  // where point-to-point peers live, for the node transport
+    for (int r = 0; r < c->peer_size(); ++r) {
+      const int proc = c->peer(r).proc;
+      if (proc == rt->world_rank) continue;
+      (rt->node.peer(proc) != nullptr ? c->node_peers : c->off_node) = true;
+    }
+    c->node_routes.reset(new std::atomic<uint64_t>[static_cast<size_t>(c->peer_size())]());
+  }
   if (c->inter)
     fragments_of(c->remote_addr, &c->remote_frag_leaders, &c->remote_frag_of, &c->remote_grouped);
   if (CommShared* s = c->coll) {  // the shadow has the same membership, contexts + 1
@@ -253,6 +265,11 @@ void finish(CommShared* c, std::vector<EpAddr> addr, std::vector<Identity> ids) 
     s->remote_size = c->remote_size;
     s->remote_addr = shift(c->remote_addr);
     s->remote_ids = c->remote_ids;
+    s->node_peers = c->node_peers;
+    s->off_node = c->off_node;
+    if (c->node_routes) {
+      s->node_routes.reset(new std::atomic<uint64_t>[static_cast<size_t>(s->peer_size())]());
+    }
     for (size_t i = 0; i < c->local.size(); ++i) {
       s->local[i]->rank = c->local[i]->rank;
       s->local[i]->proc_local_rank = c->local[i]->proc_local_rank;
@@ -275,8 +292,8 @@ void retire(void* arg) {
   Runtime* rt = runtime();
   // acquire: pairs with the collective engine's release when an operation finished.
   bool busy = c->coll_active.load(std::memory_order_acquire) != 0;
-  for (auto& ep : c->local) busy |= ep->matcher.busy();
-  for (auto& ep : c->coll->local) busy |= ep->matcher.busy();
+  for (auto& ep : c->local) busy |= ep->matcher.busy() || node_endpoint_busy(ep.get());
+  for (auto& ep : c->coll->local) busy |= ep->matcher.busy() || node_endpoint_busy(ep.get());
   {
     if (busy) {  // a sender thread is still leaving a matcher: later
       progress::Command again;

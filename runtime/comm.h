@@ -85,6 +85,10 @@ struct Identity {
 
 class Endpoint;
 struct Request;
+struct NodeEndpoint;
+class CommShared;
+// Gives back fragment c's rings of the node transport (runtime/node.h), if it has any.
+void node_detach(CommShared* c);
 
 class CommShared {
  public:
@@ -129,10 +133,19 @@ class CommShared {
   CommShared* coll = nullptr;  // owned
   bool is_shadow = false;
   std::atomic<bool> shadow_lock{false};
+  // The node transport (runtime/node.h), set by finish() when it is on: some peer lives
+  // in another process of this node (node_peers) or on another node (off_node); each
+  // peer rank's route (node_route: decided once, kept here); the first of this
+  // fragment's rings, -1 for none (set by begin()).
+  bool node_peers = false;
+  bool off_node = false;
+  std::unique_ptr<std::atomic<uint64_t>[]> node_routes;
+  int node_first_ring = -1;
 
   CommShared() = default;
   ~CommShared() {
     if (coll_state_free != nullptr) coll_state_free(coll_state.load(std::memory_order_relaxed));
+    if (node_first_ring >= 0) node_detach(this);
     delete coll;
   }
   CommShared(const CommShared&) = delete;
@@ -229,6 +242,9 @@ class Endpoint {
   // them if the endpoint is deleted with them (EP_Finalize), without callbacks.
   void* attrs = nullptr;
   void (*attrs_free)(void*) = nullptr;
+  // Its ring and state of the node transport (runtime/node.h), or nullptr (off, or no
+  // ring was free): owned, set before the handle is published, freed with the fragment.
+  NodeEndpoint* node = nullptr;
 
   moodycamel::ProducerToken& token_for(Endpoint* dest);
 };

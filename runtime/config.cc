@@ -95,6 +95,10 @@ bool parse_verbose(const char* v, Config* c, std::string* why) {
   return parse_bool(v, &c->verbose, why);
 }
 std::string show_verbose(const Config& c) { return c.verbose ? "1" : "0"; }
+bool parse_node(const char* v, Config* c, std::string* why) {
+  return parse_bool(v, &c->node_transport, why);
+}
+std::string show_node(const Config& c) { return c.node_transport ? "on" : "off"; }
 
 }  // namespace
 
@@ -115,8 +119,11 @@ const ConfigRow kConfigTable[] = {
      parse_eager, show_eager},
     {"EP_STATS", "0", "1: each process prints its counters at EP_Finalize", parse_stats,
      show_stats},
-    {"EP_VERBOSE", "0", "1: print the effective settings at EP_Init", parse_verbose,
-     show_verbose},
+    {"EP_VERBOSE", "0", "1: print the effective settings at EP_Init", parse_verbose, show_verbose},
+    {"EP_NODE_TRANSPORT", "on",
+     "on: endpoints of different processes on one node exchange messages through shared "
+     "memory, without MPI; off: through MPI",
+     parse_node, show_node},
 };
 const size_t kConfigTableSize = sizeof(kConfigTable) / sizeof(kConfigTable[0]);
 

@@ -28,6 +28,7 @@ struct Config {
   int64_t eager_limit = 16 * 1024;
   bool stats = false;
   bool verbose = false;
+  bool node_transport = true;
 };
 
 struct ConfigRow {

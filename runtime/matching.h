@@ -127,6 +127,9 @@ struct Envelope {
     kLocalRndv,   // payload still in the sender's buffer (same process); `sreq` completes
                   // when it has been copied
     kRemoteRndv,  // an RTS: the payload leaves the sender (src_proc, data_tag) on our CTS
+    kNodeRndv,    // an RTS of the node transport: `data` points to its NodeRts (where the
+                  // payload lies, whom to acknowledge; runtime/node.h), copied along when
+                  // the envelope is materialized; delivery copies the payload once
   };
   Kind kind = kEager;
   bool owned = false;  // the envelope lives in `block` (heap) and owns its payload

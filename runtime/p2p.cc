@@ -11,6 +11,7 @@
 #include "base/mpi_calls.h"
 #include "runtime/errhandler.h"
 #include "runtime/error.h"
+#include "runtime/node.h"
 #include "runtime/p2p_inline.h"
 #include "runtime/runtime.h"
 
@@ -304,6 +305,37 @@ void send_local(const Payload& p, int dest, int tag, Endpoint* ep, bool rendezvo
 
 }  // namespace
 
+namespace {
+
+// send() to another process: the node way if both endpoints have rings (node.h), else
+// MPI.  *r: the operation's request (as in send()).  Out of line: the in-process path
+// keeps send()'s frame small.
+[[gnu::noinline]] int send_other_process(const Payload& p, int64_t bytes, Request* bsend_req,
+                                         bool sync, const EpAddr& a, int dest, int tag,
+                                         Endpoint* ep, bool blocking, bool burst, const char* call,
+                                         Request** r) {
+  Runtime* rt = runtime();
+  NodeRoute route;
+  const bool node = ep->node != nullptr && node_route(ep, dest, a.proc, &route);
+  // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
+  // posted in advance with that size), an eager record at most half its ring: a larger
+  // eager message goes as a rendezvous.
+  const bool rendezvous =
+      sync || bytes > rt->config.eager_limit ||
+      (node ? bytes > node_eager_max(route)
+            : bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
+  *r = bsend_req != nullptr ? bsend_req
+       : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
+                            : nullptr;
+  // A rendezvous send that returns before its payload left keeps the description.
+  if (*r != nullptr && bsend_req == nullptr && !blocking) request_hold_type(*r, p.ti);
+  if (node) return send_node(p.buf, p.count, p.type, p.ti, tag, ep, route, rendezvous, *r, call);
+  return send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync, blocking, burst,
+                     *r, call);
+}
+
+}  // namespace
+
 int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int dest, int tag,
          Endpoint* ep, SendMode mode, Request** out, const char* call, bool burst) {
   Runtime* rt = runtime();
@@ -319,26 +351,22 @@ int send(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti, int 
   }
   const bool sync = mode == SendMode::kSynchronous;
   const EpAddr& a = ep->comm->peer(dest);
-  // A packet to another process holds at most Engine::kMaxPacketBytes (its receives are
-  // posted in advance with that size): a larger eager message goes as a rendezvous.
-  const bool rendezvous =
-      sync || bytes > rt->config.eager_limit ||
-      (a.proc != rt->world_rank &&
-       bytes > static_cast<int64_t>(progress::Engine::kMaxPacketBytes - sizeof(WireHeader)));
   // The operation's request: the user's one, or the internal one of a buffered send
   // (then the user's completes at once: the data was copied).  An eager send completes
   // in this call, so its user gets the shared complete request instead.
-  Request* r = bsend_req != nullptr ? bsend_req
-               : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
-                                    : nullptr;
-  // A rendezvous send that returns before its payload left keeps the description.
-  if (r != nullptr && bsend_req == nullptr && out != nullptr) request_hold_type(r, p.ti);
+  Request* r;
   if (a.proc == rt->world_rank) {
+    const bool rendezvous = sync || bytes > rt->config.eager_limit;
+    r = bsend_req != nullptr ? bsend_req
+        : rendezvous         ? request_new(RequestKind::kSend, /*user_handle=*/true)
+                             : nullptr;
+    // A rendezvous send that returns before its payload left keeps the description.
+    if (r != nullptr && bsend_req == nullptr && out != nullptr) request_hold_type(r, p.ti);
     send_local(p, dest, tag, ep, rendezvous, r);
-  } else {
-    const int err = send_remote(p.buf, p.count, p.type, p.ti, tag, ep, a, rendezvous, sync,
-                                /*blocking=*/out == nullptr, burst, r, call);
-    if (err != EP_SUCCESS) return err;
+  } else if (const int err = send_other_process(p, bytes, bsend_req, sync, a, dest, tag, ep,
+                                                /*blocking=*/out == nullptr, burst, call, &r);
+             err != EP_SUCCESS) {
+    return err;
   }
   if (out != nullptr) {
     *out = r != nullptr && bsend_req == nullptr ? r : completed_send_request();
@@ -383,14 +411,27 @@ Request* post_recv(void* buf, int count, MPI_Datatype type, const TypeInfo& ti, 
     return r;
   }
   r->owner = ep;
-  r->needs_engine = ep->comm->multi_process &&
-                    (source == kAnySource || ep->comm->peer(source).proc != runtime()->world_rank);
+  if (const CommShared* c = ep->comm; c->multi_process) {
+    // Which ways the message may take: MPI (the waiter drives the engine), the node's
+    // rings (the waiter drains the endpoint's ring), or this process only.
+    const int world = runtime()->world_rank;
+    if (ep->node == nullptr) {
+      r->needs_engine = source == kAnySource || c->peer(source).proc != world;
+    } else if (source == kAnySource) {
+      r->needs_node = c->node_peers;
+      r->needs_engine = c->off_node;
+    } else if (const int proc = c->peer(source).proc; proc != world) {
+      r->needs_node = runtime()->node.peer(proc) != nullptr;
+      r->needs_engine = !r->needs_node;
+    }
+  }
   r->op.kind = MatchOp::kRecv;
   r->op.source = source;
   r->op.tag = tag;
   // Only the owner's own matcher line is polled: messages from other processes
-  // complete the request (a waiter driving the engine watches its state).
-  r->op.line_wait = line_wait && !r->needs_engine && r->op.target.elem != 0;
+  // complete the request (a waiter driving the engine or draining its ring watches its
+  // state).
+  r->op.line_wait = line_wait && !r->needs_engine && !r->needs_node && r->op.target.elem != 0;
   ep->matcher.post(&r->op);
   return r;
 }
@@ -421,8 +462,17 @@ void persistent_free(Request* p) {
   request_recycle(p);
 }
 
+namespace {
+// A probe's messages may come through MPI: a peer in another process that is not
+// reached by the node way.
+bool probe_needs_engine(const Endpoint* ep) {
+  return ep->comm->multi_process && (ep->node == nullptr || ep->comm->off_node);
+}
+}  // namespace
+
 bool probe(int source, int tag, Endpoint* ep, Status* status, Envelope** env) {
-  if (ep->comm->multi_process) engine().try_progress();  // fetch what MPI holds
+  if (ep->node != nullptr) node_poll(ep);               // take what the ring holds
+  if (probe_needs_engine(ep)) engine().try_progress();  // fetch what MPI holds
   MatchOp op;
   op.kind = env != nullptr ? MatchOp::kMprobe : MatchOp::kProbe;
   op.source = source;
@@ -440,7 +490,7 @@ bool probe_wait(int source, int tag, Endpoint* ep, Status* status, Envelope** en
   bool found = false;
   // ready() may be asked again after it said yes: probe (or take) once only.
   auto ready = [&] { return found || (found = probe(source, tag, ep, status, env)); };
-  wait_until(ep->arrivals, ready, ep->comm->multi_process ? Drive::kYes : Drive::kNo);
+  wait_until(ep->arrivals, ready, probe_needs_engine(ep) ? Drive::kYes : Drive::kNo);
   return found;
 }
 
@@ -503,6 +553,21 @@ void deliver(Request* r, const RecvTarget& t, Envelope* e) {
       if (s != nullptr) request_complete(s);
       return;
     }
+    case Envelope::kNodeRndv: {
+      // One copy, now, from the sender's memory (runtime/node.h), then the kNodeAck.
+      NodeRts rts;
+      std::memcpy(&rts, e->data, sizeof rts);
+      std::free(e->block);
+      int os_error = 0;
+      if (!node_fetch(rts, r, t, n, &os_error)) {
+        r->status.EP_ERROR = EP_ERR_OTHER;
+        r->os_error = os_error;
+        r->mpi_error = MPI_ERR_OTHER;  // (so that every completing call reports it)
+      }
+      r->status.ep_bytes_ = n;
+      request_complete(r);
+      return;
+    }
     case Envelope::kRemoteRndv: {
       // The payload's receive is posted first, then the CTS lets it leave (runtime.h).
       progress::Command c;
@@ -541,6 +606,15 @@ Envelope* materialize(Envelope* e) {
     h->bytes = e->bytes;
     if (e->bytes > 0) std::memcpy(block + sizeof(Envelope), e->data, e->bytes);
     std::free(e->block);
+    h->data = block + sizeof(Envelope);
+    h->block = block;
+    h->owned = true;
+    return h;
+  }
+  if (e->kind == Envelope::kNodeRndv) {  // the RTS record lives in the ring: copy it along
+    char* block = static_cast<char*>(std::malloc(sizeof(Envelope) + sizeof(NodeRts)));
+    Envelope* h = new (block) Envelope(*e);
+    std::memcpy(block + sizeof(Envelope), e->data, sizeof(NodeRts));
     h->data = block + sizeof(Envelope);
     h->block = block;
     h->owned = true;

@@ -10,12 +10,15 @@
 // payload (the send is complete at once); large or synchronous sends carry only an
 // RTS, and the payload leaves on the data comm straight from the user's buffer into
 // the receiver's once the receive has matched and its CTS came back (runtime.h,
-// "Rendezvous").  A blocking EP_Send of a small message to another process takes a
-// short way, inline in its entry point (p2p_inline.h).  Data is packed and unpacked by
-// libep's datatype engine (datatype.h); a payload goes to MPI only as bytes (or in
-// a builtin type): one whose buffer has gaps leaves packed at the CTS and lands in a
-// drain buffer that is unpacked on arrival, so no derived datatype's handle reaches
-// MPI after the call that started its operation.
+// "Rendezvous").  A send to another process of this node, with the node transport on,
+// goes through that endpoint's ring in shared memory instead (runtime/node.h): eager
+// records carry the payload, larger or synchronous messages an RTS whose payload the
+// receiver copies once after the match.  A blocking EP_Send of a small message to
+// another process takes a short way, inline in its entry point (p2p_inline.h).  Data is
+// packed and unpacked by libep's datatype engine (datatype.h); a payload goes to MPI
+// only as bytes (or in a builtin type): one whose buffer has gaps leaves packed at the
+// CTS and lands in a drain buffer that is unpacked on arrival, so no derived datatype's
+// handle reaches MPI after the call that started its operation.
 //
 // Memory ordering: requests complete with request_complete (request.h); an envelope
 // handed to a matcher is published by the matcher's queue or its line (matching.h).

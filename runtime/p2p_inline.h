@@ -3,7 +3,8 @@
 // What it is: a contiguous standard-mode message to an endpoint of another process
 // whose packet fits progress::Engine::kSmallPacketBytes (and not above
 // EP_EAGER_LIMIT) is written on the caller's stack and handed to MPI at once (see
-// Engine::try_send_alone); every other message takes
+// Engine::try_send_alone) - or, to a process of this node with the node transport on,
+// written into the destination's ring (runtime/node.h); every other message takes
 // runtime::send (p2p.h).  Apart from send()'s generality (modes, requests, local
 // peers, datatypes, the call levels between them) this is send()'s path for such a
 // message.  It is on the critical path of every 2-process ping-pong.
@@ -21,6 +22,7 @@
 #include "progress/engine.h"
 #include "runtime/comm.h"
 #include "runtime/datatype.h"
+#include "runtime/node.h"
 #include "runtime/runtime.h"
 
 namespace ep::runtime {
@@ -73,6 +75,11 @@ constexpr int kNotShort = -1;
   const EpAddr& a = ep->comm->peer(dest);
   if (bytes > kMaxBytes || bytes > rt->config.eager_limit || a.proc == rt->world_rank) {
     return kNotShort;
+  }
+  if (ep->node != nullptr) {  // a node peer: its ring, not MPI (runtime/node.h)
+    const char* data = static_cast<const char*>(buf) + ti.true_lb;
+    const int rc = send_node_short(ep, dest, a.proc, data, bytes, tag);
+    if (rc != kNotNode) return rc == kNodeGeneral ? kNotShort : rc;
   }
   alignas(8) char packet[progress::Engine::kSmallPacketBytes];
   fill_eager_header(packet, a, ep->rank, tag);

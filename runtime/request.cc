@@ -12,6 +12,7 @@
 #include "progress/fast_tls.h"
 #include "runtime/bsend.h"
 #include "runtime/error.h"
+#include "runtime/node.h"
 #include "runtime/runtime.h"
 #include "runtime/wait.h"
 
@@ -155,6 +156,7 @@ void request_complete(Request* r, bool inline_payload) {
 
 bool request_test(Request* r) {
   if (request_done(r)) return true;
+  if (r->needs_node && node_poll_request(r) > 0 && request_done(r)) return true;
   if (r->needs_engine && engine().try_progress()) return request_done(r);
   return false;
 }
@@ -182,10 +184,15 @@ bool take_from_line(Request* r, Matcher& m) {
 namespace {
 // request_wait's side of the wait loop (wait.h).  A blocking receive from this process
 // also polls the matcher's line ("Delivered on the line" in matching.h) and withdraws
-// from it before it sleeps: nobody wakes a sleeper on the line.
+// from it before it sleeps: nobody wakes a sleeper on the line.  A request that needs
+// node traffic drains its endpoint's ring in every poll, attending it until the sleep
+// (NodeWatch, runtime/node.h).
 struct RequestWait {
+  RequestWait(Request* req, Matcher* m) : r(req), line(m), node(req) {}
   Request* r;
   Matcher* line;
+  NodeWatch node;
+  bool poll() { return node.active() && node.poll(); }
   bool ready() {
     const uint32_t s = r->state.load(std::memory_order_acquire);  // pairs: request_complete
     if ((s & Request::kComplete) != 0) {
@@ -205,7 +212,7 @@ struct RequestWait {
     return progress::futex_wait(r->state, Request::kPendingWaited, ns);
   }
   bool before_sleep() {
-    if (line == nullptr) return true;
+    if (line == nullptr) return !withdraw_node();
     if (!line->withdraw_line(r)) {  // another thread is matching: it will not be long
       sched_yield();
       return false;
@@ -215,11 +222,15 @@ struct RequestWait {
     take_from_line(r, *m);  // a delivery that came before the withdrawal completes r now
     return false;           // ready() looks again before we sleep
   }
+  // The ring too: from now on its records ring the doorbell (ready() looks again).
+  bool withdraw_node() { return node.withdraw(); }
   const std::atomic<uint32_t>* watch() const { return &r->state; }
   uint32_t mask() const { return Request::kComplete; }
   // A completion by a thread of this process: one load and one `pause` per round, as the
-  // atomic-flag baseline of the local ping-pong does.
+  // atomic-flag baseline of the local ping-pong does.  Not for a request that needs node
+  // traffic: its ring is polled every round (poll()), not once per 16 of them.
   bool spin_lightly() {
+    if (node.active()) return false;
     for (int k = 0; k < 16; ++k) {
       progress::cpu_relax();
       // relaxed: ready() re-reads with acquire.
@@ -238,7 +249,7 @@ void request_wait(Request* r) {
   // pass delivered): no scope, no clock.
   if (request_done(r)) return;
   WaitScope scope(r);  // unless the caller's scope covers r already (EP_Waitall)
-  RequestWait w{r, r->op.line_wait ? &r->owner->matcher : nullptr};
+  RequestWait w(r, r->op.line_wait ? &r->owner->matcher : nullptr);
   wait_loop(w, r->needs_engine ? Drive::kYes : Drive::kNo,
             r->kind == RequestKind::kColl ? Crowd::kYes : Crowd::kNo);
 }
@@ -249,6 +260,15 @@ namespace {
 struct AnyWait {
   Request* const* reqs;
   int n;
+  // Drains the rings of the requests that need node traffic (without attending them:
+  // their records ring the doorbell, whose pass completes and wakes).
+  bool poll() {
+    bool got = false;
+    for (int i = 0; i < n; ++i) {
+      if (reqs[i] != nullptr && reqs[i]->needs_node) got |= node_poll_request(reqs[i]) > 0;
+    }
+    return got;
+  }
   bool ready() {
     for (int i = 0; i < n; ++i) {
       if (reqs[i] != nullptr && request_done(reqs[i])) return true;
@@ -323,6 +343,12 @@ void Request::on_complete(const MPI_Status& st, int mpi_error, progress::MpiCall
 }
 
 int report_mpi_failure(const Request* r, const char* call) {
+  if (r->os_error != 0) {
+    return fail(r->status.EP_ERROR, call,
+                "process_vm_readv failed: %s (the payload could not be read from the sending "
+                "process, which may have ended)",
+                std::strerror(r->os_error));
+  }
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   EP_MPI(MPI_Error_string(r->mpi_error, text, &len));

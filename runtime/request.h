@@ -169,6 +169,9 @@ struct alignas(64) Request final : progress::Completion {
   std::atomic<uint32_t> state{kPending};
   RequestKind kind = RequestKind::kSend;
   bool needs_engine = false;  // completes through MPI: a waiter may drive the engine
+  // Completes through the node transport's rings (runtime/node.h): a waiter drains
+  // `owner`'s ring (the receiving endpoint's, or a rendezvous sender's for its kNodeAck).
+  bool needs_node = false;
   // The shared, always complete request (completed_send_request): never freed, never
   // written after its construction, so any number of threads may hold it.
   bool immortal = false;
@@ -209,9 +212,14 @@ struct alignas(64) Request final : progress::Completion {
   void* extra_state = nullptr;
   std::atomic<uint32_t> greq_flags{0};
 
-  // An MPI call of this request's transfer failed (on_complete): its error and name.
+  // A call of this request's transfer failed: an MPI call (on_complete: its error and
+  // name), or a system call of the node transport (os_error: process_vm_readv's errno;
+  // mpi_error is MPI_ERR_OTHER then, so that every completing call reports it).
   int mpi_error = MPI_SUCCESS;
   progress::MpiCall mpi_call = progress::MpiCall::kSendData;
+  int os_error = 0;
+  // A node rendezvous send's staging block (runtime/node.h), freed by its kNodeAck; -1.
+  int64_t node_stage = -1;
 
   // kPersistent (runtime/p2p.h, "Persistent requests"): a start repeats the operation
   // described by owner, buf, count, type, ti, op.source (the dest of a send), op.tag (the
@@ -352,7 +360,8 @@ inline void request_complete_waited(Request* r, uint32_t bits = Request::kComple
   r->state.store(r->state.load(std::memory_order_relaxed) | bits, std::memory_order_release);
 }
 // Records (fail()) for `call` the message of r's failed MPI call - its name and MPI's
-// error string - and returns r's error code.  For a request with r->mpi_error set.
+// error string - or of its failed system call, and returns r's error code.  For a
+// request with r->mpi_error set.
 int report_mpi_failure(const Request* r, const char* call);
 // Blocks until complete (runtime/wait.h: spin - driving the engine if the request
 // needs MPI -, yield, then sleep on `state` until the completer wakes it).

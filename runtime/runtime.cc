@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "base/mpi_calls.h"
 #include "base/types.h"
@@ -199,6 +200,13 @@ int runtime_init() {
                              &node));
   EP_MPI(MPI_Comm_rank(node, &rt->local_proc_index));
   EP_MPI(MPI_Allreduce(&rt->world_rank, &rt->node_id, 1, MPI_INT, MPI_MIN, node));
+  int world_size = 1;
+  EP_MPI(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+  std::string node_note;
+  const char* staging = std::getenv("LIBEP_TEST_NODE_STAGING");  // a test switch
+  rt->node.init(node, rt->config.node_transport, rt->config.eager_limit,
+                staging != nullptr && std::strcmp(staging, "1") == 0, rt->world_rank, world_size,
+                &node_note);
   EP_MPI(MPI_Comm_free(&node));
   if (rt->world_rank == 0) {
     for (const std::string& w : warnings) std::fprintf(stderr, "%s\n", w.c_str());
@@ -212,6 +220,11 @@ int runtime_init() {
   // Publish before starting the engine: the progress thread calls runtime().
   Runtime* raw = rt.get();
   g_runtime.store(raw, std::memory_order_release);  // pairs with runtime()
+  if (raw->node.on()) {  // its progress thread sleeps where the node's senders wake it
+    node::Doorbell& d = raw->node.segment().doorbell();
+    engine().set_idle_words(&d.bell, &d.asleep, [] { return runtime()->node.work_waiting(); });
+    engine().set_node_hook([](bool* pending) { return runtime()->node.pass(pending); });
+  }
   engine().start(opts, raw);
   if (!engine().pin_refusal().empty()) {
     // The thread keeps the affinity it inherited from this one.
@@ -226,6 +239,8 @@ int runtime_init() {
   if (raw->config.verbose) {
     std::fprintf(stderr, "libep: process %d settings:\n%s", raw->world_rank,
                  describe_config(raw->config).c_str());
+    std::fprintf(stderr, "libep: process %d node transport: %s\n", raw->world_rank,
+                 node_note.c_str());
   }
   return EP_SUCCESS;
 }
@@ -238,6 +253,7 @@ int runtime_finalize() {
   MPI_Request barrier = MPI_REQUEST_NULL;
   EP_MPI(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
   wait_mpi(&barrier, 1);  // the engine tests it while we sleep (runtime/wait.h)
+  rt->node.close();       // nobody receives any more: what is left in backlogs goes
   engine().stop();
   if (rt->config.stats) {
     const auto& s = engine().stats();
@@ -248,7 +264,8 @@ int runtime_finalize() {
         "remote_rndv=%llu direct_matches=%llu packets_sent=%llu bundles_sent=%llu "
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
-        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu\n",
+        "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu "
+        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -258,9 +275,12 @@ int runtime_finalize() {
         (unsigned long long)s.sleeps.load(),
         (unsigned long long)(c.dropped_packets.load() + s.packets_dropped.load()),
         (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
-        (unsigned long long)mpi_calls_outside_engine());
+        (unsigned long long)mpi_calls_outside_engine(), (unsigned long long)c.node_eager.load(),
+        (unsigned long long)c.node_rndv.load(), (unsigned long long)c.node_acks.load(),
+        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load());
   }
   comm_free_all();
+  rt->node.shutdown();  // every ring was given back with its fragment
   datatype_finalize();
   g_runtime.store(nullptr, std::memory_order_release);  // pairs with runtime()
   delete rt;

@@ -21,6 +21,7 @@
 #include "runtime/bsend.h"
 #include "runtime/comm.h"
 #include "runtime/config.h"
+#include "runtime/node.h"
 
 namespace ep::runtime {
 
@@ -55,6 +56,10 @@ static_assert(offsetof(WireHeader, data_tag) == kEagerHeaderBytes,
 struct Counters {
   std::atomic<uint64_t> local_eager{0}, local_rndv{0}, remote_eager{0}, remote_rndv{0},
       direct_matches{0}, dropped_packets{0};
+  // The node transport (runtime/node.h): records sent, acknowledgements taken, records
+  // that waited in a backlog, records refused by their receiver.
+  std::atomic<uint64_t> node_eager{0}, node_rndv{0}, node_acks{0}, node_backlogged{0},
+      node_rejected{0};
 };
 
 class Runtime final : public progress::PacketSink {
@@ -63,6 +68,7 @@ class Runtime final : public progress::PacketSink {
   ContextTable contexts;
   BsendBuffer bsend;
   Counters counters;
+  NodeTransport node;  // (its endpoints' rings go before it: comm_free_all, EP_Finalize)
   int world_rank = 0;
   int local_proc_index = 0;  // index among the processes of this node
   int node_id = 0;           // the lowest MPI_COMM_WORLD rank of this node's processes

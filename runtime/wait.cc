@@ -29,6 +29,7 @@ struct FlagWait {
   bool ready() { return flag.is_set(); }
   bool sleep(int64_t ns) { return flag.sleep(ns); }
   bool before_sleep() { return true; }
+  bool poll() { return false; }
   const std::atomic<uint32_t>* watch() const { return nullptr; }
   uint32_t mask() const { return 0; }
   bool spin_lightly() {

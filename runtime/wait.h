@@ -143,7 +143,11 @@ bool baton_busy();
 //   const std::atomic<uint32_t>* watch(), uint32_t mask()
 //                               a word whose bits end a driving pass early (or nullptr);
 //   bool spin_lightly()         a few cheap polls between two back-off steps (true: one
-//                               saw the condition change).
+//                               saw the condition change);
+//   bool poll()                 one poll of the wait's own sources, every round before
+//                               anything else (the node transport's ring of a request
+//                               that needs node traffic, runtime/node.h): true if
+//                               something arrived (the condition is looked at again).
 template <class W>
 void wait_loop(W& w, Drive drive, Crowd crowd = Crowd::kNo) {
   if (w.ready()) return;
@@ -152,6 +156,10 @@ void wait_loop(W& w, Drive drive, Crowd crowd = Crowd::kNo) {
   bool driving = false;
   for (;;) {
     if (w.ready()) break;
+    if (w.poll()) {  // (the back-off keeps its clock)
+      b.begin();
+      continue;
+    }
     if (drive == Drive::kYes) {
       if (!driving) {
         drive_begin();
@@ -195,6 +203,7 @@ struct EventWait {
   bool ready() { return ready_fn(); }
   bool sleep(int64_t ns) { return event.sleep(ready_fn, ns); }
   bool before_sleep() { return true; }
+  bool poll() { return false; }
   const std::atomic<uint32_t>* watch() const { return nullptr; }
   uint32_t mask() const { return 0; }
   bool spin_lightly() {

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # check_layers.sh - fails when a source file reaches across libep's layers.
 #
-# The layers, bottom up: base -> progress -> runtime -> {collectives, rma} -> api -> mpi.
-# mpi (libep_mpi, the MPI_ names) sits on the public API alone: it includes ep/ep.h, its
-# own headers and <mpi.h>, nothing of the layers below.
+# The layers, bottom up: base -> {progress, node} -> runtime -> {collectives, rma} -> api
+# -> mpi.  mpi (libep_mpi, the MPI_ names) sits on the public API alone: it includes
+# ep/ep.h, its own headers and <mpi.h>, nothing of the layers below.
 # For every file of those packages:
-#   1. an #include "pkg/..." names its own package or a lower layer (collectives and
-#      rma are peers: neither includes the other);
+#   1. an #include "pkg/..." names its own package or a lower layer (progress and node
+#      are peers, as are collectives and rma: neither of a pair includes the other);
 #   2. the package's BUILD.bazel depends on that package (a //pkg label in it);
-#   3. progress headers are included only by progress and runtime, and the public header
-#      ep/ep.h only by api and mpi: the layers below api use base/types.h;
+#   3. progress headers are included only by progress and runtime, node headers only by
+#      node, runtime and rma (rma's windows share node's segments and cross-memory
+#      attach), and the public header ep/ep.h only by api and mpi: the layers below
+#      api use base/types.h;
 #   4. only progress and runtime name the engine (progress:: or runtime::engine());
 #   5. a file defines only its own layer's functions: it opens no namespace of another
 #      layer (`namespace ep::runtime` in api/) and defines no `ep::<layer>::name(...)`
@@ -23,7 +25,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
-declare -A layer=([base]=0 [progress]=1 [runtime]=2 [collectives]=3 [rma]=3 [api]=4 [mpi]=5)
+declare -A layer=([base]=0 [progress]=1 [node]=1 [runtime]=2 [collectives]=3 [rma]=3 [api]=4 [mpi]=5)
 violations=0
 report() {
   echo "check_layers: $1" >&2
@@ -56,6 +58,9 @@ for pkg in "${!layer[@]}"; do
       fi
       if [[ $dep == progress && $pkg != runtime ]]; then
         report "$file includes $inc: only runtime reaches the progress engine"
+      fi
+      if [[ $dep == node && $pkg != runtime && $pkg != rma ]]; then
+        report "$file includes $inc: only runtime and rma reach node/"
       fi
     done < <(grep -E '^[[:space:]]*#[[:space:]]*include[[:space:]]+"' "$file")
     if [[ $pkg != progress && $pkg != base && $pkg != mpi && $file != api/include/* ]]; then

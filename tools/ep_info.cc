@@ -8,19 +8,30 @@
 //                    progress thread would run: the CPU EP_PROGRESS_CPUS gives it (node-
 //                    local process i takes entry i mod n), tried as EP_Init pins it -
 //                    "unpinned" with the kernel's reason if refused; "not pinned"
-//                    without the variable (a warning when that shares a single CPU)
+//                    without the variable (a warning when that shares a single CPU);
+//                    and the transport between them: MPI (EP_NODE_TRANSPORT=off, or a
+//                    process that cannot map the others' memory), or shared memory with
+//                    large messages by cross-memory attach or through staging buffers -
+//                    what EP_Init would choose, found the way it does (runtime/node.h):
+//                    every process makes a memfd, maps the others' through /proc and
+//                    tries to read them
 // Runs standalone (a singleton MPI process) or under mpiexec: world rank 0 prints the first
 // three sections, then each node's first process prints its node, in node order.
 // Exits 1 when the environment is rejected (a malformed EP_* value) in any process.
 //   PREFIX/bin/ep_info, mpiexec -n 4 PREFIX/bin/ep_info, bazel run //tools:ep_info
 #include <mpi.h>
 #include <pthread.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "node/cma.h"
+#include "node/shm.h"
 #include "progress/affinity.h"
 #include "runtime/config.h"
 #include "tools/config_table.h"
@@ -100,6 +111,41 @@ std::string placement(int cpu) {
          ep::progress::cpu_list_text(got);
 }
 
+// What EP_Init would choose for the processes of `node` (collective over it): a line for
+// the node's section.
+std::string node_transport(const ep::runtime::Config& config, MPI_Comm node, int local_size) {
+  if (!config.node_transport) return "MPI (EP_NODE_TRANSPORT=off)";
+  if (local_size == 1) return "none needed (one process)";
+  struct Probe {
+    int32_t ok, pid, fd, pad;
+    uint64_t cookie, cookie_at;
+  } mine{};
+  ep::node::Memfd m;
+  const uint64_t cookie = ep::node::random_cookie();
+  if (ep::node::create_memfd("ep-node", 4096, &m)) {
+    std::memcpy(m.base, &cookie, sizeof cookie);
+    mine = Probe{1,      static_cast<int32_t>(getpid()),    m.fd, 0,
+                 cookie, reinterpret_cast<uint64_t>(m.base)};
+  }
+  std::vector<Probe> all(static_cast<size_t>(local_size));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node);
+  int ok[2] = {mine.ok, 1};  // mapped every other process's; read every other's memory
+  for (const Probe& p : all) {
+    if (p.pid == mine.pid) continue;
+    char* seg = p.ok != 0 ? ep::node::map_peer(p.pid, p.fd, 4096, 0, p.cookie) : nullptr;
+    if (seg == nullptr) ok[0] = 0;
+    ep::node::unmap_peer(seg, 4096);
+    if (!ep::node::cma_probe(p.pid, p.cookie_at, p.cookie)) ok[1] = 0;
+  }
+  int all_ok[2] = {0, 0};
+  MPI_Allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, node);
+  ep::node::destroy_memfd(&m);
+  if (all_ok[0] == 0) return "MPI (a process cannot map the others' shared memory)";
+  return all_ok[1] != 0 ? "shared memory; large messages by cross-memory attach"
+                        : "shared memory; large messages through staging buffers (cross-memory "
+                          "attach is not allowed)";
+}
+
 // Prints this node's section on its first process; nodes print in the order of their
 // first world rank (a token passes from one node leader to the next).
 void print_node_layout(const ep::runtime::Config& config, int world_rank, int world_size) {
@@ -117,6 +163,7 @@ void print_node_layout(const ep::runtime::Config& config, int world_rank, int wo
                 world_rank, placement(cpu).c_str());
   std::vector<char> all(static_cast<size_t>(local_size) * kLineBytes);
   MPI_Gather(mine, kLineBytes, MPI_CHAR, all.data(), kLineBytes, MPI_CHAR, 0, node);
+  const std::string transport = node_transport(config, node, local_size);
 
   MPI_Comm leaders;
   MPI_Comm_split(MPI_COMM_WORLD, local_index == 0 ? 0 : MPI_UNDEFINED, world_rank, &leaders);
@@ -132,6 +179,7 @@ void print_node_layout(const ep::runtime::Config& config, int world_rank, int wo
     int len = 0;
     MPI_Get_processor_name(host, &len);
     std::printf("node %d (%.*s): %d process(es) per node\n", node_index, len, host, local_size);
+    std::printf("  transport between them: %s\n", transport.c_str());
     for (int p = 0; p < local_size; ++p) {
       std::printf("%s\n", &all[static_cast<size_t>(p) * kLineBytes]);
     }

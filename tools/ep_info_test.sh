@@ -7,7 +7,10 @@
 # placement under binding: `taskset -c 0` with EP_PROGRESS_CPUS=1 (the progress thread
 # on CPU 1) and without it (sharing CPU 0), hydra's `-bind-to user:0,1` with
 # EP_PROGRESS_CPUS=1,0, and a CPU the kernel refuses (4000).  Needs CPUs 0 and 1.
+# Then `mpiexec -n 2` with EP_NODE_TRANSPORT=off: the transport line of each node.
 set -euo pipefail
+# Each case sets the variables it checks (a run with --test_env=EP_NODE_TRANSPORT=off too).
+unset EP_NODE_TRANSPORT
 
 ep_info=$1
 case "$ep_info" in
@@ -43,7 +46,8 @@ check_common() {
   expect_re "$f" '^built against: MPI [0-9]+\.[0-9]+ headers of MPICH 4\.'
   expect "$f" 1 "thread level: MPI_THREAD_MULTIPLE (asked for MPI_THREAD_MULTIPLE)"
   expect_re "$f" '^variable +default +meaning$'
-  for var in EP_PROGRESS_CPUS EP_PROGRESS_POLICY EP_EAGER_LIMIT EP_STATS EP_VERBOSE; do
+  for var in EP_PROGRESS_CPUS EP_PROGRESS_POLICY EP_EAGER_LIMIT EP_STATS EP_VERBOSE \
+    EP_NODE_TRANSPORT; do
     expect_re "$f" "^$var "
   done
   expect "$f" 1 "effective values in this environment:"
@@ -67,6 +71,7 @@ expect "$work/single.txt" 1 "EP_PROGRESS_CPUS=(not pinned)  # CPU list for progr
 expect "$work/single.txt" 1 "1 process(es) on 1 node(s)"
 expect_re "$work/single.txt" '^node 0 \(.+\): 1 process\(es\) per node$'
 expect "$work/single.txt" 1 "  node-local process 0 (world rank 0): allowed CPUs $allowed; progress thread not pinned (runs on CPUs $allowed)"
+expect "$work/single.txt" 1 "  transport between them: none needed (one process)"
 
 echo "--- mpiexec -n 3, EP_PROGRESS_CPUS=1,0"
 EP_PROGRESS_CPUS=1,0 EP_PROGRESS_POLICY=yield timeout --kill-after=10 120 \
@@ -83,6 +88,7 @@ expect_re "$work/three.txt" '^node 0 \(.+\): 3 process\(es\) per node$'
 expect "$work/three.txt" 1 "  node-local process 0 (world rank 0): allowed CPUs $allowed; progress thread on CPU 1"
 expect "$work/three.txt" 1 "  node-local process 1 (world rank 1): allowed CPUs $allowed; progress thread on CPU 0"
 expect "$work/three.txt" 1 "  node-local process 2 (world rank 2): allowed CPUs $allowed; progress thread on CPU 1"
+expect_re "$work/three.txt" '^  transport between them: shared memory; large messages (by cross-memory attach|through staging buffers)'
 
 # run_ep_info NAME ENV... -- COMMAND...: runs COMMAND (ep_info, maybe under taskset or
 # mpiexec) with the ENV assignments, its output in $work/NAME.txt; fails if it fails.
@@ -110,6 +116,9 @@ expect "$work/hydra.txt" 1 "  node-local process 1 (world rank 1): allowed CPUs 
 
 run_ep_info refused EP_PROGRESS_CPUS=4000 -- "$ep_info"
 expect_re "$work/refused.txt" "^  node-local process 0 \(world rank 0\): allowed CPUs $allowed; progress thread unpinned: the kernel refuses CPU 4000 \(.+\); runs on CPUs $allowed\$"
+
+run_ep_info off EP_NODE_TRANSPORT=off -- mpiexec -n 2 "$ep_info"
+expect "$work/off.txt" 1 "  transport between them: MPI (EP_NODE_TRANSPORT=off)"
 
 echo "--- a malformed value is rejected (exit 1, the variable named)"
 rc=0

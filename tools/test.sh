@@ -4,6 +4,9 @@
 #      tools/check_hygiene.sh         (no issue numbers or dated figures in the code, README)
 #   1. tools/setup.sh                 (install missing Debian packages)
 #   2. bazel test //...               (everything, default config)
+#   2b. bazel test --test_env=EP_NODE_TRANSPORT=off --test_tag_filters=mpi //tests/...
+#                                     (the MPI tests again with the node transport off: the
+#                                     processes of this one node talk through MPI)
 #   3. bazel test --config=tsan --test_tag_filters=stress //...   (stress tests under TSAN)
 #   4. bazel test --config=asanubsan //...                         (everything under ASAN+UBSAN)
 # Prints a final line "N passed, N failed" and exits non-zero on any failure.
@@ -60,6 +63,8 @@ run_step() {
 }
 
 run_step all no test "${bazel_flags[@]}" //...
+run_step node_off no test "${bazel_flags[@]}" --test_env=EP_NODE_TRANSPORT=off \
+  --test_tag_filters=mpi //tests/...
 run_step tsan_stress yes test "${bazel_flags[@]}" --config=tsan --test_tag_filters=stress \
   --build_tests_only //...
 run_step asanubsan no test "${bazel_flags[@]}" --config=asanubsan --build_tests_only //...

@@ -113,6 +113,7 @@ TEST_F(ConfigEnv, DefaultsWhenNothingIsSet) {
   EXPECT_LE(c.eager_limit, 64 * 1024) << "API.md: the default is at most 64 KiB";
   EXPECT_FALSE(c.stats);
   EXPECT_FALSE(c.verbose);
+  EXPECT_TRUE(c.node_transport) << "API.md: EP_NODE_TRANSPORT defaults to on";
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -183,6 +184,21 @@ TEST_F(ConfigEnv, StatsAndVerboseBooleans) {
   }
 }
 
+TEST_F(ConfigEnv, NodeTransportOnOrOff) {
+  for (const char* on : {"1", "yes", "on"}) {
+    Config c;
+    std::string error;
+    ASSERT_TRUE(parse_with("EP_NODE_TRANSPORT", on, &c, &error)) << error;
+    EXPECT_TRUE(c.node_transport) << on;
+  }
+  for (const char* off : {"0", "no", "off"}) {
+    Config c;
+    std::string error;
+    ASSERT_TRUE(parse_with("EP_NODE_TRANSPORT", off, &c, &error)) << error;
+    EXPECT_FALSE(c.node_transport) << off;
+  }
+}
+
 TEST_F(ConfigEnv, MalformedValuesFailNamingTheVariableAndValue) {
   const std::pair<const char*, const char*> bad[] = {{"EP_PROGRESS_CPUS", "abc"},
                                                      {"EP_PROGRESS_CPUS", "9999"},
@@ -199,7 +215,8 @@ TEST_F(ConfigEnv, MalformedValuesFailNamingTheVariableAndValue) {
                                                      {"EP_STATS", "maybe"},
                                                      {"EP_STATS", "2"},
                                                      {"EP_VERBOSE", "2"},
-                                                     {"EP_VERBOSE", "true1"}};
+                                                     {"EP_VERBOSE", "true1"},
+                                                     {"EP_NODE_TRANSPORT", "shm"}};
   for (auto [var, value] : bad) {
     Config c;
     std::string error;
