@@ -212,6 +212,7 @@ bool Engine::test_active() {
                 ? MPI_ERR_OTHER
                 : (count_engine_mpi_call(),
                    MPI_Testsome(n, requests_.data(), &outcount, indices_.data(), statuses_.data()));
+  base::cross_process_acquire();  // what completed came from other processes
   if (err != MPI_SUCCESS && err != MPI_ERR_IN_STATUS) {
     // MPI could not test them: complete them all with its error (their state is unknown,
     // and waiting on would hang their waiters).

@@ -15,14 +15,19 @@
 
 #include <cstdint>
 
+#include "base/cross_process.h"
 #include "progress/fast_tls.h"
 
 namespace ep::progress {
 
 extern constinit thread_local uint64_t t_engine_mpi_calls EP_FAST_TLS;
 
-// Counts one MPI call of the engine on the calling thread.
-inline void count_engine_mpi_call() { ++t_engine_mpi_calls; }
+// Counts one MPI call of the engine on the calling thread, which is about to hand
+// something to another process (base/cross_process.h).
+inline void count_engine_mpi_call() {
+  ++t_engine_mpi_calls;
+  base::cross_process_release();
+}
 
 // The engine's MPI calls made so far by the calling thread.
 inline uint64_t engine_mpi_calls_here() { return t_engine_mpi_calls; }

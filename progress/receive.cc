@@ -53,6 +53,7 @@ bool Engine::poll_packets(const std::atomic<uint32_t>* watch, uint32_t mask) {
     const int err = injected(MpiCall::kTest)
                         ? MPI_ERR_TRUNCATE
                         : (count_engine_mpi_call(), MPI_Test(&oldest.req, &flag, &st));
+    base::cross_process_acquire();  // a packet of another process, if flag
     if (!flag && err == MPI_SUCCESS) {
       // Nothing arrived: post again one receive that a waiter's packet left free, while
       // posting delays nobody.

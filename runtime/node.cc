@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/cross_process.h"
 #include "base/mpi_calls.h"
 #include "node/cma.h"
 #include "progress/backoff.h"
@@ -78,6 +79,7 @@ node::Ring::Push push_to(node::PeerSegment* peer, int ring, uint8_t kind, const 
   std::atomic<bool>& turn = peer->turn(ring);
   spin_lock(turn);
 #endif
+  base::cross_process_release();  // the record goes to another process
   const node::Ring::Push res =
       peer->ring(ring).push(kind, owner, aux, body, fill, peer->head_hint(ring));
 #if defined(EP_SANITIZER_THREAD)
@@ -257,6 +259,7 @@ int drain(NodeEndpoint* ne) {
   const int n = ne->view.drain(
       ne->consumer, ne->owner,
       [ne](uint8_t kind, uint32_t aux, const char* body, uint32_t len) {
+        base::cross_process_acquire();  // a record of another process
         return take_record(ne, kind, aux, body, len);
       },
       kDrainMax);
