@@ -248,16 +248,20 @@ TEST(FastChurn, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
   MPI_Comm_set_errhandler(base, MPI_ERRORS_RETURN);
   run_layout(Lay::kGrouped, [&](const Ctx& c) {
     const int iters = ep_test::scaled(2100);
+    int with_pcomm = 0;  // iterations whose allreduce made d's process-level communicator
     for (int i = 0; i < iters; ++i) {
       EP_Comm d = EP_COMM_NULL;
       ASSERT_EQ(EP_Comm_dup(c.comm, &d), EP_SUCCESS);
       int one = 1, n = 0;
       ASSERT_EQ(EP_Allreduce(&one, &n, 1, MPI_INT, MPI_SUM, d), EP_SUCCESS);
       ASSERT_EQ(n, c.size) << "iteration " << i;
-      if (ep_test::world_size() > 1) {  // the allreduce made d's process-level communicator
-        ASSERT_GE(ep::collectives::process_comms_alive(), 1) << "iteration " << i;
-      }
+      // Not every time: while another process still holds all kMaxProcessComms of
+      // fragments freed but not yet retired, the vote gives d none (the engine's way).
+      if (ep::collectives::process_comms_alive() >= 1) ++with_pcomm;
       ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
+    }
+    if (ep_test::world_size() > 1) {
+      EXPECT_GT(with_pcomm, 0) << "no allreduce made a process-level communicator";
     }
   });
   // Freed fragments retire on the progress thread, soon after EP_Comm_free: every
