@@ -54,11 +54,10 @@
 # MPICH bug fixed in later releases, not libep's; a hung run costs GRACE_S and is reported
 # as HANG-FINALIZE rather than as a failure.
 #
-# Not in the default set: tests that assume every process is on one node.
-# tests/rma/shared_test makes shared windows on the world communicator (EP_ERR_COMM across
-# hosts, as documented); tests/p2p/node_test skips its node-transport-only tests in a
-# process alone on its host while the others of the job go on into the test's collective
-# endpoint creation.
+# tests/rma/shared_test makes its shared windows over each host's endpoints and expects
+# EP_ERR_COMM for one over the world communicator; tests/p2p/node_test pairs endpoints of
+# two processes of one host and skips its pair tests in every process when no two share
+# a host (layouts 1,1 and 1,1,1).
 set -uo pipefail
 
 readonly kPrefix=epmh          # namespaces: epmh-net (bridge, mpiexec), epmh-h1, epmh-h2, ...
@@ -72,11 +71,13 @@ readonly kDefaultTests=(
   //tests/p2p:short_send_test_bin
   //tests/p2p:persistent_test_bin
   //tests/p2p:p2p_stress_test_bin
+  //tests/p2p:node_test_bin
   //tests/coll:coll_test_bin
   //tests/coll:nonblocking_test_bin
   //tests/rma:win_test_bin
   //tests/rma:lock_test_bin
   //tests/rma:atomic_test_bin
+  //tests/rma:shared_test_bin
   //tests/comm:split_test_bin
 )
 

@@ -4,9 +4,12 @@
 // rendezvous messages, synchronous completion, buffered and persistent sends, derived
 // types, a sleeping receiver woken by a node message, a ring that fills while its
 // receiver posts late, a payload the kernel cannot copy, and no MPI traffic for any of
-// it.  The same program runs with the node transport on (default), off, and with the
-// shared staging buffers instead of cross-memory attach (BUILD.bazel): the results are
-// the same; what differs by way is asserted where the way is known.
+// it.  The tests of one pair of endpoints run between two processes of one node
+// (node_pair()); a job with no two processes on one node (tools/multihost_test.sh)
+// skips them in every process.  The same program runs with the node transport on
+// (default), off, and with the shared staging buffers instead of cross-memory attach
+// (BUILD.bazel): the results are the same; what differs by way is asserted where the way
+// is known.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -48,13 +51,6 @@ std::vector<uint8_t> message(int src, int dst, int tag, int n) {
   return v;
 }
 
-// The process of `rank` in a communicator of uneven(p) endpoints per process.
-int proc_of(int rank) {
-  for (int p = 0;; ++p) {
-    if (rank < uneven(p)) return p;
-    rank -= uneven(p);
-  }
-}
 bool node_way() { return ep::runtime::runtime()->node.on(); }
 
 enum Mode { kSend, kSsend, kBsend, kRsend, kIsend, kIssend, kIbsend, kIrsend, kModes };
@@ -179,19 +175,113 @@ TEST(NodeP2P, WildcardReceivesKeepPerSourceOrderAcrossWays) {
   });
 }
 
-// The receiving endpoint is rank 0 (process 0), the sending one the last rank (the last
-// process): endpoints of two processes when there are two, of one otherwise.
+// The two endpoints on_pair() exchanges between, as ranks of the world endpoints
+// communicator (uneven(p) endpoints per process), the same in every process: the first
+// endpoint of the first process that shares its node with another process (the
+// receiver), and the last endpoint of the last process of that node (the sender).  A
+// job of one process pairs its first and last endpoints.  None (-1, -1) when the job has
+// several processes but no two on one node (tools/multihost_test.sh's hosts): such a
+// pair would exchange through MPI, not through the node transport.  Collective over
+// MPI_COMM_WORLD at its first call.
+struct Pair {
+  int receiver = -1, sender = -1;            // endpoint ranks
+  int receiver_proc = -1, sender_proc = -1;  // their MPI_COMM_WORLD ranks
+  bool found() const { return receiver >= 0; }
+};
+const Pair& node_pair() {
+  static const Pair pair = [] {
+    Pair p;
+    const int np = world_size();
+    if (np == 1) return Pair{0, uneven(0) - 1, 0, 0};
+    std::vector<int> first(static_cast<size_t>(np), 0);  // each process's first endpoint rank
+    for (int q = 1; q < np; ++q) first[q] = first[q - 1] + uneven(q - 1);
+    // node_of[q]: the lowest MPI_COMM_WORLD rank on process q's node.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int lowest = world_rank();
+    MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    std::vector<int> node_of(static_cast<size_t>(np));
+    MPI_Allgather(&lowest, 1, MPI_INT, node_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+    for (int q = 0; q < np && !p.found(); ++q) {
+      for (int s = np - 1; s > q; --s) {
+        if (node_of[s] != node_of[q]) continue;
+        p = Pair{first[q], first[s] + uneven(s) - 1, q, s};
+        break;
+      }
+    }
+    return p;
+  }();
+  return pair;
+}
+
+// Why a test of the node pair cannot run here ("" when it can), the same in every
+// process, so that all of them skip it or none does (the test's endpoints communicator
+// is created collectively).  `transport`: the test needs the node transport on in both
+// processes of the pair.
+std::string why_no_pair(bool transport) {
+  const Pair& p = node_pair();
+  if (!p.found()) return "no two processes of this job share a node";
+  if (!transport) return "";
+  if (p.receiver_proc == p.sender_proc) return "needs endpoints of two processes of one node";
+  const int me = world_rank();
+  int ok = me == p.receiver_proc || me == p.sender_proc ? (node_way() ? 1 : 0) : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return ok == 1 ? "" : "needs the node transport in both processes";
+}
+
+#define SKIP_WITHOUT_NODE_PAIR(transport) \
+  if (const std::string why = why_no_pair(transport); !why.empty()) GTEST_SKIP() << why
+
+// Runs fn(comm, receiver, peer) on the two endpoints of node_pair() (world endpoints
+// communicator); the other endpoints only take part in its creation and release.
 template <class Fn>
 void on_pair(Fn&& fn) {
+  const Pair& p = node_pair();
   run_endpoints(uneven(world_rank()), [&](EP_Comm comm, int) {
-    int rank = 0, size = 0;
+    int rank = 0;
     EP_Comm_rank(comm, &rank);
-    EP_Comm_size(comm, &size);
-    if (rank == 0 || rank == size - 1) fn(comm, rank == 0, rank == 0 ? size - 1 : 0);
+    if (rank == p.receiver) fn(comm, true, p.sender);
+    if (rank == p.sender) fn(comm, false, p.receiver);
+  });
+}
+
+// on_pair() on the communicator of the pair's node (the world endpoints communicator
+// split by EP_COMM_TYPE_SHARED), fn's ranks being ranks there: a wildcard receive or a
+// probe on it has no source off the node.  Every endpoint of that node takes part in an
+// ep_barrier() before fn and one after, so that fn's exchange runs alone in its
+// processes.
+template <class Fn>
+void on_node_pair(Fn&& fn) {
+  const Pair& p = node_pair();
+  run_endpoints(uneven(world_rank()), [&](EP_Comm world, int) {
+    int rank = 0;
+    EP_Comm_rank(world, &rank);
+    EP_Comm node = EP_COMM_NULL;
+    ASSERT_EQ(EP_Comm_split_type(world, EP_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node),
+              EP_SUCCESS);
+    EP_Comm_set_errhandler(node, EP_ERRORS_RETURN);
+    const bool mine = rank == p.receiver || rank == p.sender;
+    int peer = -1;
+    if (mine) {  // the other one's rank in the node communicator
+      EP_Group wg, ng;
+      ASSERT_EQ(EP_Comm_group(world, &wg), EP_SUCCESS);
+      ASSERT_EQ(EP_Comm_group(node, &ng), EP_SUCCESS);
+      const int other = rank == p.receiver ? p.sender : p.receiver;
+      ASSERT_EQ(EP_Group_translate_ranks(wg, 1, &other, ng, &peer), EP_SUCCESS);
+      ASSERT_GE(peer, 0);
+      EP_Group_free(&wg);
+      EP_Group_free(&ng);
+    }
+    ep_barrier(node);
+    if (mine) fn(node, rank == p.receiver, peer);
+    ep_barrier(node);
+    EXPECT_EQ(EP_Comm_free(&node), EP_SUCCESS);
   });
 }
 
 TEST(NodeP2P, ProbesAndMatchedProbesSeeNodeMessages) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     const int sizes[] = {8, 16385, 300000};
     if (!receiver) {
@@ -243,6 +333,7 @@ TEST(NodeP2P, ProbesAndMatchedProbesSeeNodeMessages) {
 
 // A cancelled receive takes nothing; the message goes to the next matching receive.
 TEST(NodeP2P, CancelledReceiveLeavesTheMessageToTheNextOne) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     for (const int n : {8, 300000}) {
       std::vector<uint8_t> buf(static_cast<size_t>(n), 0);
@@ -270,6 +361,7 @@ TEST(NodeP2P, CancelledReceiveLeavesTheMessageToTheNextOne) {
 // A message longer than its receive: the receive gets what fits and EP_ERR_TRUNCATE;
 // the send completes normally.  Eager, rendezvous and a small synchronous one.
 TEST(NodeP2P, TruncationOfEagerAndRendezvousMessages) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     const int cap = 50;
     for (const int n : {100, 16385, 300000}) {
@@ -298,6 +390,7 @@ TEST(NodeP2P, TruncationOfEagerAndRendezvousMessages) {
 
 // A synchronous send (even a small one) completes only once its receive matched.
 TEST(NodeP2P, SynchronousSendCompletesOnlyAfterTheMatch) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     int v = 42;
     if (receiver) {
@@ -322,6 +415,7 @@ TEST(NodeP2P, SynchronousSendCompletesOnlyAfterTheMatch) {
 
 // Persistent sends and receives restarted, eager and rendezvous.
 TEST(NodeP2P, PersistentRequestsRestart) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     for (const int n : {8, 300000}) {
       std::vector<uint8_t> buf(static_cast<size_t>(n));
@@ -339,7 +433,9 @@ TEST(NodeP2P, PersistentRequestsRestart) {
         ASSERT_EQ(EP_Start(&p), EP_SUCCESS);
         EP_Status st;
         ASSERT_EQ(EP_Wait(&p, &st), EP_SUCCESS);
-        if (receiver) EXPECT_EQ(buf, message(1, 0, round, n)) << "round " << round;
+        if (receiver) {
+          EXPECT_EQ(buf, message(1, 0, round, n)) << "round " << round;
+        }
       }
       ASSERT_EQ(EP_Request_free(&p), EP_SUCCESS);
     }
@@ -349,6 +445,7 @@ TEST(NodeP2P, PersistentRequestsRestart) {
 // Strided types on both sides, eager and rendezvous: what arrives is the sender's
 // elements, in the receiver's layout.
 TEST(NodeP2P, DerivedTypesOnBothSides) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   MPI_Datatype every_other;  // 1 int of every 2
   MPI_Type_vector(1, 1, 2, MPI_INT, &every_other);
   MPI_Datatype strided;
@@ -384,6 +481,7 @@ TEST(NodeP2P, DerivedTypesOnBothSides) {
 // message: by its process's progress thread, not by the safety timeout of its sleep
 // (which would count a lost wake-up).
 TEST(NodeP2P, SleepingReceiverIsWokenByANodeMessage) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   const uint64_t lost = ep::runtime::lost_wakeups();
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     for (const int n : {8, 300000}) {
@@ -411,6 +509,7 @@ TEST(NodeP2P, SleepingReceiverIsWokenByANodeMessage) {
 // never blocks (what does not fit waits in its backlog), and the receiver, posting late,
 // gets every message once, in order, intact.
 TEST(NodeP2P, FullRingBacklogWithALatePoster) {
+  SKIP_WITHOUT_NODE_PAIR(false);
   const int n = scaled(200), bytes = 16384;
   on_pair([&](EP_Comm comm, bool receiver, int peer) {
     if (receiver) {
@@ -440,7 +539,7 @@ TEST(NodeP2P, FullRingBacklogWithALatePoster) {
 // EP_ERR_OTHER naming process_vm_readv and the send completes; with staging buffers the
 // payload was copied at the send and arrives.  Nothing crashes either way.
 TEST(NodeP2P, UncopyablePayloadFailsTheReceiveCleanly) {
-  if (world_size() < 2 || !node_way()) GTEST_SKIP() << "needs the node transport";
+  SKIP_WITHOUT_NODE_PAIR(true);
   on_pair([](EP_Comm comm, bool receiver, int peer) {
     const int n = 1 << 20;
     if (receiver) {
@@ -469,14 +568,15 @@ TEST(NodeP2P, UncopyablePayloadFailsTheReceiveCleanly) {
 }
 
 // With the node transport on, none of the above needs MPI: an exchange of every kind
-// between processes of this node sends no packet and no payload through the engine, and
-// the two threads that exchange make no MPI call at all - neither one of libep's own
-// (EP_MPI, base/mpi_calls.h) nor one of the engine's (a waiter driving it).
+// between processes of this node, on a communicator of this node's endpoints, sends no
+// packet and no payload through the engine, and the two threads that exchange make no
+// MPI call at all - neither one of libep's own (EP_MPI, base/mpi_calls.h) nor one of the
+// engine's (a waiter driving it).
 TEST(NodeP2P, NodeTrafficMakesNoMpiCall) {
-  if (world_size() < 2 || !node_way()) GTEST_SKIP() << "needs the node transport";
-  const auto& s = ep::runtime::engine_stats();
-  const uint64_t packets = s.packets_sent.load(), data = s.data_sent.load();
-  on_pair([](EP_Comm comm, bool receiver, int peer) {
+  SKIP_WITHOUT_NODE_PAIR(true);
+  on_node_pair([](EP_Comm comm, bool receiver, int peer) {
+    const auto& s = ep::runtime::engine_stats();
+    const uint64_t packets = s.packets_sent.load(), data = s.data_sent.load();
     // This thread's counts (base/mpi_calls.h keeps one counter per thread).
     auto own_calls = [] {
       const std::atomic<uint64_t>* c = ep::mpi_calls_internal::t_counter;
@@ -515,9 +615,9 @@ TEST(NodeP2P, NodeTrafficMakesNoMpiCall) {
     }
     EXPECT_EQ(own_calls(), before) << (receiver ? "receiver" : "sender");
     MPI_Type_free(&vec);
+    EXPECT_EQ(s.packets_sent.load(), packets);
+    EXPECT_EQ(s.data_sent.load(), data);
   });
-  EXPECT_EQ(s.packets_sent.load(), packets);
-  EXPECT_EQ(s.data_sent.load(), data);
 }
 
 }  // namespace
