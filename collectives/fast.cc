@@ -142,8 +142,11 @@ void start_engine(CommShared* c, FastState* fs, Kind kind, const OpArgs& a, uint
 
 // Whether round 1 ends in an engine operation (start_engine) by what an endpoint knows:
 // its waiters then run the engine's passes.  A hole that does not know the op guesses no.
-bool engine_way(CommShared* c, Kind kind, const Part& part, const OpArgs& a) {
+bool engine_way(CommShared* c, const FastState* fs, Kind kind, const Part& part,
+                const OpArgs& a) {
   if (c->frag_leaders.size() < 2) return false;
+  // acquire: pairs with the completer's release once the node way is made.
+  if (kind == Kind::kBarrier && fs->node_on.load(std::memory_order_acquire)) return false;
   if (kind != Kind::kAllreduce) return true;
   return part.knows == Knows::kAll && !exchange_ok(a);
 }
@@ -176,10 +179,41 @@ void fill_zeros(void* buf, const OpArgs& a) {
   unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.ti);
 }
 
+// The node way of the exchange (dense types): slot-sized pieces of every fragment's
+// partial through the cells, each combined by every fragment in fragment order (the same
+// bits everywhere), as the fallback below combines.
+void node_exchange(runtime::NodeGroup* g, const void* in, void* acc, const OpArgs& a) {
+  const int64_t size = a.ti.size;
+  const int64_t per = runtime::NodeGroup::kSlotBytes / size;
+  const int n = g->size();
+  for (int64_t at = 0; at < a.count; at += per) {
+    const int k = static_cast<int>(std::min<int64_t>(per, a.count - at));
+    const size_t bytes = static_cast<size_t>(k * size);
+    runtime::copy_bytes(g->slot(), static_cast<const char*>(in) + at * size, bytes);
+    g->arrive();
+    g->wait();
+    char* out = static_cast<char*>(acc) + at * size;
+    runtime::copy_bytes(out, g->data(n - 1), bytes);
+    for (int f = n - 2; f >= 0; --f) reduce_into(g->data(f), out, k, a);
+    g->finish();
+  }
+}
+
+// The node way of a barrier among fragments.
+void node_barrier(runtime::NodeGroup* g) {
+  g->arrive();
+  g->wait();
+  g->finish();
+}
+
 // The exchange among fragments: this fragment's partial `in` (which may be `acc`), the
 // total into `acc`.  Returns an EP_* code.
 int exchange_partial(CommShared* c, FastState* fs, const void* in, void* acc, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (fs->node != nullptr && dense(a.ti) && a.ti.size <= runtime::NodeGroup::kSlotBytes) {
+    node_exchange(fs->node.get(), in, acc, a);
+    return EP_SUCCESS;
+  }
   if (fs->pcomm != MPI_COMM_NULL && bytes_of(a) > kFastBytes) {  // the ring (contiguous)
     // A helper team's waiting members take chunks of the ring's combine steps
     // (runtime/team.h); the reference keeps the team while they may run them.  The
@@ -233,7 +267,7 @@ void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpAr
     if (fs->shares > 0) rel.plan = kShareAll;
     return;
   }
-  if (!fs->pcomm_tried) make_pcomm(c, fs);
+  if (!fs->pcomm_tried && fs->node == nullptr) make_pcomm(c, fs);
   if (by_value(Kind::kAllreduce, a, nfrag)) {
     // A fragment of holes that knows the arguments adds zeros (what a hole contributes
     // is unspecified) so that the other fragments' exchange goes on.
@@ -308,6 +342,12 @@ bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
   const OpArgs& a = *top.sub_args;
   fs->plan_args = &a;
   const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (nfrag > 1 && !fs->node_tried) {  // every fragment's first operation
+    fs->node_tried = true;
+    fs->node = runtime::NodeGroup::make(c, kFastTag);
+    // release: pairs with engine_way's acquire.
+    if (fs->node != nullptr) fs->node_on.store(true, std::memory_order_release);
+  }
   if (kind == Kind::kAllreduce) {
     // A fragment of holes that knows nothing skips the exchange (engine.h).
     if (knows != Knows::kAll) return false;
@@ -316,6 +356,10 @@ bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
       return true;
     }
     plan_allreduce(c, fs, (fs->slots[0].sub & kTreeData) != 0, a);
+    return false;
+  }
+  if (nfrag > 1 && kind == Kind::kBarrier && fs->node != nullptr) {
+    node_barrier(fs->node.get());
     return false;
   }
   if (nfrag > 1) {  // barrier, bcast, reduce among fragments: the engine's messages
@@ -494,7 +538,7 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
   const uint32_t round = tree_round(t);
   const Combine combine{fs, kind == Kind::kAllreduce || kind == Kind::kReduce};
   const runtime::Drive drive =
-      engine_way(c, kind, part, a) ? runtime::Drive::kYes : runtime::Drive::kNo;
+      engine_way(c, fs, kind, part, a) ? runtime::Drive::kYes : runtime::Drive::kNo;
   if (!tree_arrive(t, me, combine)) {
     tree_wait(t, round, drive);
   } else if (complete_round1(c, fs, kind, round)) {
