@@ -51,7 +51,11 @@
 // from then on a barrier among fragments is one arrival at the group, and the exchange
 // of an allreduce on a dense type passes slot-sized pieces of each fragment's partial
 // through the cells, each fragment combining them in fragment order - no MPI call, no
-// engine message, no pcomm.  Other types, and bcast and reduce, keep the ways below.
+// engine message, no pcomm.  A bcast passes the root's packed data the same way (its
+// fragment found by a header in every slot, so a fragment that knows nothing follows);
+// a reduce by value whose group an earlier operation made (so that every member
+// contributed by value knowing it) goes as an allreduce whose result the root takes.
+// Other types and larger reductions keep the ways below.
 // The exchange of an allreduce among fragments otherwise (pcomm.cc), on round 1's
 // completer (by value) or round 2's (shares):
 //   pcomm    one rank per fragment, in fragment order: MPI_Comm_create_group on
@@ -102,6 +106,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/engine.h"
@@ -155,6 +160,7 @@ struct FastState {
   // Set once `node` is made, for the members' engine_way guess (any thread); release:
   // pairs with its acquire load, after which `node` reads as made.
   std::atomic<bool> node_on{false};
+  std::string node_buf;  // kNodeBcast's data (round 1's completer; read by the members)
 };
 
 // The tree state of c's fragment (created on first use, freed with it; engine.cc).

@@ -1,7 +1,7 @@
 // Collectives whose endpoints live in several processes of one node (runtime/node_coll.h):
-// barrier and allreduce meet in the node segment's cells - values of every size (one
-// slot and many), in place, several ops, reversed rank order, uneven endpoints per
-// process - without any MPI call or engine packet; a waiter that sleeps is woken by the
+// barrier, allreduce, bcast and reduce meet in the node segment's cells - values of every
+// size (one slot and many), in place, several ops, derived types, every root, reversed
+// rank order, uneven endpoints per process - without any MPI call or engine packet; a waiter that sleeps is woken by the
 // last arrival; communicators made and freed in a loop reuse their cells safely.  The
 // same program runs with the node transport off (BUILD.bazel), where the results are
 // the same and only the no-MPI assertions are left out.
@@ -66,11 +66,42 @@ void check_allreduces(EP_Comm comm, int count) {
   for (int i = 0; i < count; ++i) ASSERT_EQ(d[i], low * (i % 3 + 1)) << "MIN in place at " << i;
 }
 
-// Barriers and allreduces of one slot and of many (4096-byte slots hold 512 int64s) on
-// the endpoints communicator and on a split with the ranks reversed: right results, and
-// once the first collective made the communicator's node group, no MPI call on any
-// endpoint's thread and no engine packet.
-TEST(NodeColl, BarrierAndAllreduceMakeNoMpiCall) {
+// Bcasts of `count` int64s from every root (one slot, several; the receivers take them
+// as count / 2 elements of `pair`, a derived type of two int64s) and reductions to every
+// root (by value: up to 256 bytes).
+void check_rooted(EP_Comm comm, int count, MPI_Datatype pair) {
+  int rank = 0, size = 0;
+  EP_Comm_rank(comm, &rank);
+  EP_Comm_size(comm, &size);
+  for (int root = 0; root < size; ++root) {
+    std::vector<int64_t> v(static_cast<size_t>(count), -1);
+    if (rank == root) {
+      for (int i = 0; i < count; ++i) v[i] = root * 7 + i;
+    }
+    if (rank != root && count % 2 == 0 && count > 0) {
+      ASSERT_EQ(EP_Bcast(v.data(), count / 2, pair, root, comm), EP_SUCCESS);
+    } else {
+      ASSERT_EQ(EP_Bcast(v.data(), count, MPI_INT64_T, root, comm), EP_SUCCESS);
+    }
+    for (int i = 0; i < count; ++i) ASSERT_EQ(v[i], root * 7 + i) << "bcast from " << root;
+    if (count > 32) continue;
+    std::vector<int64_t> in(static_cast<size_t>(count)), out(static_cast<size_t>(count), -1);
+    for (int i = 0; i < count; ++i) in[i] = rank * 3 + i;
+    ASSERT_EQ(EP_Reduce(in.data(), out.data(), count, MPI_INT64_T, MPI_SUM, root, comm),
+              EP_SUCCESS);
+    if (rank == root) {
+      for (int i = 0; i < count; ++i) {
+        ASSERT_EQ(out[i], int64_t{3} * size * (size - 1) / 2 + int64_t{size} * i) << "reduce";
+      }
+    }
+  }
+}
+
+// Barriers, allreduces of one slot and of many (4096-byte slots hold 512 int64s), bcasts
+// and reductions by value, on the endpoints communicator and on a split with the ranks
+// reversed: right results, and once the first collectives made the communicators' node
+// groups, no MPI call on any endpoint's thread and no engine packet.
+TEST(NodeColl, CollectivesMakeNoMpiCall) {
   const auto& s = ep::runtime::engine_stats();
   std::atomic<uint64_t> calls{0};
   std::atomic<int> counted{0};
@@ -85,6 +116,11 @@ TEST(NodeColl, BarrierAndAllreduceMakeNoMpiCall) {
     // and MPI_DOUBLE meet libep's type table.
     check_allreduces(world, 1);
     check_allreduces(reversed, 1);
+    MPI_Datatype pair;  // libep describes it at its first use, before the count
+    MPI_Type_contiguous(2, MPI_INT64_T, &pair);
+    MPI_Type_commit(&pair);
+    check_rooted(world, 2, pair);
+    check_rooted(reversed, 2, pair);
     if (rank == 0) packets = s.packets_sent.load();
     ASSERT_EQ(EP_Barrier(world), EP_SUCCESS);
     const uint64_t before = own_calls();
@@ -94,7 +130,12 @@ TEST(NodeColl, BarrierAndAllreduceMakeNoMpiCall) {
       check_allreduces(reversed, count);
       ASSERT_EQ(EP_Barrier(reversed), EP_SUCCESS);
     }
+    for (int count : {0, 1, 32, 700, 3000}) {
+      check_rooted(world, count, pair);
+      check_rooted(reversed, count, pair);
+    }
     calls += own_calls() - before;
+    MPI_Type_free(&pair);
     ++counted;
     ASSERT_EQ(EP_Comm_free(&reversed), EP_SUCCESS);
   });
