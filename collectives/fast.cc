@@ -424,7 +424,7 @@ bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
   bool node_known = fs->node != nullptr;
   if (nfrag > 1 && !fs->node_tried) {  // every fragment's first operation
     fs->node_tried = true;
-    fs->node = runtime::NodeGroup::make(c, kFastTag);
+    fs->node = runtime::NodeGroup::make(c);
     // release: pairs with the acquire loads of engine_way and contribute.
     if (fs->node != nullptr) fs->node_on.store(true, std::memory_order_release);
   }

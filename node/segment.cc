@@ -88,6 +88,11 @@ int Segment::assign(uint32_t ctx, int n, bool publish) {
     r->generation.store(owners_[i].generation, std::memory_order_release);
     r->local.store(owners_[i].local, std::memory_order_release);
     r->ctx.store(ctx, std::memory_order_release);
+    // The new owner's node collectives count from where the last owner's stopped (it
+    // retired after every reader was done: arrive == done).  relaxed: this process
+    // alone writes its cells; the directory's release below publishes it.
+    CollCell* cell = this->cell(i);
+    cell->base.store(cell->arrive.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   // release: pairs with the acquire in PeerSegment::resolve.
   if (publish) {

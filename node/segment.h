@@ -16,7 +16,8 @@
 //   cells          kMaxRings CollCells, cell i going with ring i: the owner of ring i
 //                  uses it for the node collectives of the ring's communicator
 //                  (runtime/node_coll.h).  A cell's counters are never reset: they keep
-//                  counting across the rings' owners.
+//                  counting across the rings' owners, and assign_rings records where
+//                  each new owner starts (`base`) before it publishes the ring.
 // The owner (`Segment`) assigns runs of rings to contexts (assign_rings, when a
 // communicator fragment is made) and takes them back (release_rings); each assignment
 // and release bumps the ring's generation, so a record addressed to an earlier owner is
@@ -93,6 +94,7 @@ struct Doorbell {
 constexpr uint32_t kCellData = 4096;
 struct CollCell {
   alignas(64) std::atomic<uint64_t> arrive{0};  // operations the owner arrived at
+  std::atomic<uint64_t> base{0};  // `arrive` when the ring was last assigned
   alignas(64) std::atomic<uint64_t> done{0};    // operations whose slots it finished reading
   alignas(64) std::atomic<uint32_t> bell{0};    // futex word of the owner's waiter (shared)
   std::atomic<uint32_t> asleep{0};              // owner's waiters asleep on bell

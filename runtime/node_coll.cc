@@ -9,18 +9,11 @@
 #include "base/cross_process.h"
 #include "progress/backoff.h"
 #include "runtime/comm.h"
-#include "runtime/exchange.h"
 #include "runtime/runtime.h"
 #include "runtime/wait.h"
 
 namespace ep::runtime {
 namespace {
-
-// What a fragment announces at make(): whether it has a cell, and its base.
-struct Vote {
-  uint8_t ok;
-  uint64_t base;
-};
 
 // wait()'s side of runtime/wait.h's loop: the condition is every fragment's arrival;
 // the waiter sleeps on its own cell's bell (see "Memory ordering").
@@ -54,7 +47,7 @@ struct ArrivalWait {
 
 }  // namespace
 
-std::unique_ptr<NodeGroup> NodeGroup::make(CommShared* c, int tag) {
+std::unique_ptr<NodeGroup> NodeGroup::make(CommShared* c) {
   Runtime* rt = runtime();
   const int n = static_cast<int>(c->frag_leaders.size());
   if (c->inter || n < 2 || !rt->node.on()) return nullptr;
@@ -69,40 +62,28 @@ std::unique_ptr<NodeGroup> NodeGroup::make(CommShared* c, int tag) {
   std::sort(procs.begin(), procs.end());
   if (std::adjacent_find(procs.begin(), procs.end()) != procs.end()) return nullptr;
 
+  // Every fragment has a cell, and each finds every other's (their rings were published
+  // before their addresses reached this process: comm.cc's begin): the same answer in
+  // every fragment, with no exchange.  Each cell's base was recorded when its ring was
+  // assigned (published with it).
+  if (c->node_first_ring < 0) return nullptr;
   auto g = std::unique_ptr<NodeGroup>(new NodeGroup);
   g->me_ = c->my_frag;
   g->cells_.resize(static_cast<size_t>(n));
-  // A fragment takes part if it has a cell and finds every other fragment's: their rings
-  // were published before their addresses reached this process (comm.cc's begin).
-  Vote mine{c->node_first_ring >= 0 ? uint8_t{1} : uint8_t{0}, 0};
-  if (mine.ok != 0) {
-    node::CollCell* cell =
-        rt->node.segment().cell(c->node_first_ring + c->addr[c->frag_leaders[c->my_frag]].local);
-    // relaxed: this process alone writes its cell's counters.
-    mine.base = cell->arrive.load(std::memory_order_relaxed);
-    g->cells_[g->me_] = Cell{cell, mine.base};
-  }
-  for (int f = 0; f < n && mine.ok != 0; ++f) {
-    if (f == g->me_) continue;
-    const EpAddr& a = c->addr[c->frag_leaders[f]];
-    node::PeerSegment* peer = rt->node.peer(a.proc);
-    uint32_t generation = 0;
-    const int ring = peer->resolve(a.ctx, a.local, &generation);
-    if (ring < 0) {
-      mine.ok = 0;
-    } else {
-      g->cells_[f].cell = peer->cell(ring);
-    }
-  }
-  BlobWriter w;
-  w.put<uint8_t>(mine.ok);
-  w.put<uint64_t>(mine.base);
-  const std::vector<std::string> blobs = frag_allgather(c, tag, w.take());
   for (int f = 0; f < n; ++f) {
-    BlobReader rd(blobs[f]);
-    const uint8_t ok = rd.get<uint8_t>();
-    g->cells_[f].base = rd.get<uint64_t>();
-    if (ok != 1) return nullptr;
+    const EpAddr& a = c->addr[c->frag_leaders[f]];
+    node::CollCell* cell = nullptr;
+    if (f == g->me_) {
+      cell = rt->node.segment().cell(c->node_first_ring + a.local);
+    } else {
+      node::PeerSegment* peer = rt->node.peer(a.proc);
+      uint32_t generation = 0;
+      const int ring = peer->resolve(a.ctx, a.local, &generation);
+      if (ring < 0) return nullptr;  // no rings there (none were free)
+      cell = peer->cell(ring);
+    }
+    // relaxed: ordered by resolve()'s acquire of the directory entry (or our own write).
+    g->cells_[f] = Cell{cell, cell->base.load(std::memory_order_relaxed)};
   }
   return g;
 }

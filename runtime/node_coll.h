@@ -20,17 +20,20 @@
 // busy() is true until every fragment's `done` reached this fragment's last k, and the
 // fragment (with its ring and cell) retires only after that (runtime's retire()).
 // Counters are never reset: a cell's next owner starts from the `arrive` its last one
-// left (its base), which every member learns at make().
+// left (its base, recorded when the ring was assigned), which every member reads at
+// make().
 // Trust.  A peer's cell is reached through its segment's validated layout and directory
 // (PeerSegment::resolve) only; what a peer writes there is bounded (a slot's size) and
-// read as data; counters a peer corrupts can make its group's collectives wrong or wait,
-// never read or write outside the mappings.
+// read as data; counters or a directory a peer corrupts can make its group's collectives
+// wrong or wait, never read or write outside the mappings.
 //
 // Threading: a group belongs to its fragment's blocking collectives, which never overlap
 // (collectives/fast.h): one thread at a time calls slot/arrive/wait/data/finish; busy()
 // is for the retiring thread after the last of them.
 //
-// Memory ordering: the slot is written, then `arrive` stored with seq_cst (a release);
+// Memory ordering: a cell's `base` is written before its ring's directory entry is
+// published (release) and read after resolve()'s acquire of it.  The slot is written,
+// then `arrive` stored with seq_cst (a release);
 // wait()'s acquire loads of the others' `arrive` pair with it, so data(f) reads what f
 // wrote.  `done` is stored with release after the reads and loaded with acquire by
 // busy() (and, implicitly, reuse follows the next arrivals).  Sleeping is Dekker's: the
@@ -52,12 +55,12 @@ class CommShared;
 
 class NodeGroup {
  public:
-  // Collective over c's fragments (an intracommunicator's), called by each fragment's
-  // completer in the same operation: a group when the node transport is on and every
-  // fragment lives in its own process of this node with a cell (one agreement through
-  // frag_allgather on hidden tag `tag`), else nullptr - the same answer in every
-  // fragment.
-  static std::unique_ptr<NodeGroup> make(CommShared* c, int tag);
+  // For c's fragment (an intracommunicator's), called by its completer in the first
+  // operation: a group when the node transport is on and every fragment lives in its own
+  // process of this node with a cell, else nullptr.  Each fragment decides alone, from
+  // the segments' directories, and all decide alike: a fragment without rings publishes
+  // none, so no fragment finds it.
+  static std::unique_ptr<NodeGroup> make(CommShared* c);
 
   int size() const { return static_cast<int>(cells_.size()); }
   int me() const { return me_; }
