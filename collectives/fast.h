@@ -47,7 +47,7 @@
 // stay on the engine").
 //
 // The node way (runtime/node_coll.h): when every fragment lives in its own process of
-// this node (node transport on), the first operation's completers make a NodeGroup;    
+// this node (node transport on), the first operation's completers make a NodeGroup;
 // from then on a barrier among fragments is one arrival at the group, and the exchange
 // of an allreduce on a dense type passes slot-sized pieces of each fragment's partial
 // through the cells, each fragment combining them in fragment order - no MPI call, no
