@@ -46,6 +46,10 @@ FragState* state_of(CommShared* c) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (c->coll_state.load(std::memory_order_relaxed) == nullptr) {  // relaxed: under g_mu
     c->coll_state_free = [](void* p) { delete static_cast<FragState*>(p); };
+    c->coll_state_busy = [](void* p) {
+      const FastState& fast = static_cast<FragState*>(p)->fast;
+      return fast.node != nullptr && fast.node->busy();
+    };
     auto* fs = new FragState(static_cast<int>(c->local.size()));
     c->coll_state.store(fs, std::memory_order_release);
   }

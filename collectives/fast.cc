@@ -29,6 +29,7 @@ enum Plan : uint32_t {
   kShareAll,    // allreduce in shares: combine, round 2, copy, round 3
   kShareRoot,   // reduce in shares into the root's buffer, round 2
   kShareBcast,  // each receiver copies from the root's buffer, round 2
+  kNodeBcast,   // each receiver unpacks FastState::node_buf, round 2
 };
 
 // The predefined ops a collective reduction may use (MPI_REPLACE and MPI_NO_OP are for
@@ -52,11 +53,14 @@ bool exchange_ok(const OpArgs& a) {
   return predefined_op(a.op) && (bytes_of(a) <= kFastBytes || a.ti.contiguous);
 }
 
-// Whether a reduction's inputs travel by value through the slots (fast.h).
-bool by_value(Kind kind, const OpArgs& a, int nfrag) {
+// Whether a reduction's inputs travel by value through the slots (fast.h); `node`: the
+// fragments meet in a node group made by an earlier operation (a reduce then goes as an
+// allreduce does).
+bool by_value(Kind kind, const OpArgs& a, int nfrag, bool node = false) {
   const int64_t bytes = bytes_of(a);
   if (bytes <= 0 || bytes > kTreeInline || !dense(a.ti)) return false;
-  return nfrag == 1 || (kind == Kind::kAllreduce && exchange_ok(a));
+  return nfrag == 1 ||
+         ((kind == Kind::kAllreduce || (kind == Kind::kReduce && node)) && exchange_ok(a));
 }
 
 // The size of a bcast's data, packed (the root's and every receiver's agree).
@@ -142,8 +146,15 @@ void start_engine(CommShared* c, FastState* fs, Kind kind, const OpArgs& a, uint
 
 // Whether round 1 ends in an engine operation (start_engine) by what an endpoint knows:
 // its waiters then run the engine's passes.  A hole that does not know the op guesses no.
-bool engine_way(CommShared* c, Kind kind, const Part& part, const OpArgs& a) {
+bool engine_way(CommShared* c, const FastState* fs, Kind kind, const Part& part,
+                const OpArgs& a) {
   if (c->frag_leaders.size() < 2) return false;
+  // acquire: pairs with the completer's release once the node way is made.
+  if (kind != Kind::kAllreduce && fs->node_on.load(std::memory_order_acquire)) {
+    // The node way, but for a reduce that does not go by value.
+    return kind == Kind::kReduce && part.knows == Knows::kAll && bytes_of(a) > 0 &&
+           !by_value(kind, a, 2, /*node=*/true);
+  }
   if (kind != Kind::kAllreduce) return true;
   return part.knows == Knows::kAll && !exchange_ok(a);
 }
@@ -176,10 +187,110 @@ void fill_zeros(void* buf, const OpArgs& a) {
   unpack_n(std::string(static_cast<size_t>(bytes_of(a)), '\0'), buf, a.count, a.ti);
 }
 
+// The node way of the exchange (dense types): slot-sized pieces of every fragment's
+// partial through the cells, each combined by every fragment in fragment order (the same
+// bits everywhere), as the fallback below combines.
+void node_exchange(runtime::NodeGroup* g, const void* in, void* acc, const OpArgs& a) {
+  const int64_t size = a.ti.size;
+  const int64_t per = runtime::NodeGroup::kSlotBytes / size;
+  const int n = g->size();
+  for (int64_t at = 0; at < a.count; at += per) {
+    const int k = static_cast<int>(std::min<int64_t>(per, a.count - at));
+    const size_t bytes = static_cast<size_t>(k * size);
+    runtime::copy_bytes(g->slot(), static_cast<const char*>(in) + at * size, bytes);
+    g->arrive();
+    g->wait();
+    char* out = static_cast<char*>(acc) + at * size;
+    runtime::copy_bytes(out, g->data(n - 1), bytes);
+    for (int f = n - 2; f >= 0; --f) reduce_into(g->data(f), out, k, a);
+    g->finish();
+  }
+}
+
+// The node way of a barrier among fragments.
+void node_barrier(runtime::NodeGroup* g) {
+  g->arrive();
+  g->wait();
+  g->finish();
+}
+
+// The node way of a bcast among fragments: the root's fragment packs the data and passes
+// it through its slot, a header and slot-sized pieces per operation; every fragment
+// finds the root's by the header (a fragment that knows nothing of the arguments still
+// follows), learns the size from it in the first piece, and gets the data for its
+// members: in the release's data when it fits there (kResult), else in node_buf
+// (kNodeBcast).  Nothing to do when the root is a hole or nobody knows it.
+struct NodeBcastHead {
+  uint32_t root;  // 1: this fragment holds the root, a valid endpoint
+  uint32_t unused;
+  int64_t bytes;  // packed size of the data
+};
+
+void node_bcast(CommShared* c, FastState* fs, Knows knows, const OpArgs& a) {
+  runtime::NodeGroup* g = fs->node.get();
+  TreeRelease& rel = fs->release;
+  const Part* root = nullptr;
+  if (knows != Knows::kNothing && c->frag_of[a.root] == c->my_frag) {
+    root = fs->members[c->addr[a.root].local].part;
+    if (root->hole) root = nullptr;
+  }
+  std::string data;
+  if (root != nullptr) {
+    data.resize(static_cast<size_t>(bcast_bytes(*root)));
+    runtime::pack(root->rbuf, root->rcount, root->rti, data.data());
+  }
+  constexpr int64_t kRoom = runtime::NodeGroup::kSlotBytes - sizeof(NodeBcastHead);
+  int src = -1;
+  int64_t total = static_cast<int64_t>(data.size());  // the root's; the others' below
+  int64_t at = 0;
+  do {
+    const NodeBcastHead head{root != nullptr ? 1u : 0u, 0, static_cast<int64_t>(data.size())};
+    char* slot = g->slot();
+    std::memcpy(slot, &head, sizeof head);
+    if (root != nullptr && at < total) {
+      std::memcpy(slot + sizeof head, data.data() + at,
+                  static_cast<size_t>(std::min(kRoom, total - at)));
+    }
+    g->arrive();
+    g->wait();
+    if (at == 0) {  // the first piece: whose data, how much
+      for (int f = 0; f < g->size() && src < 0; ++f) {
+        NodeBcastHead h;
+        std::memcpy(&h, g->data(f), sizeof h);
+        if (h.root == 1 && h.bytes > 0) {
+          src = f;
+          total = h.bytes;
+        }
+      }
+      if (root == nullptr && src >= 0) data.resize(static_cast<size_t>(total));
+    }
+    if (src >= 0 && root == nullptr) {
+      std::memcpy(data.data() + at, g->data(src) + sizeof(NodeBcastHead),
+                  static_cast<size_t>(std::min(kRoom, total - at)));
+    }
+    g->finish();
+    at += kRoom;
+  } while (at < total);
+  if (src < 0) return;  // kDone
+  if (total <= kTreeInline) {
+    std::memcpy(rel.data, data.data(), static_cast<size_t>(total));
+    rel.bytes = total;
+    rel.plan = kResult;
+  } else {
+    fs->node_buf = std::move(data);
+    rel.bytes = total;
+    rel.plan = kNodeBcast;
+  }
+}
+
 // The exchange among fragments: this fragment's partial `in` (which may be `acc`), the
 // total into `acc`.  Returns an EP_* code.
 int exchange_partial(CommShared* c, FastState* fs, const void* in, void* acc, const OpArgs& a) {
   const int nfrag = static_cast<int>(c->frag_leaders.size());
+  if (fs->node != nullptr && dense(a.ti) && a.ti.size <= runtime::NodeGroup::kSlotBytes) {
+    node_exchange(fs->node.get(), in, acc, a);
+    return EP_SUCCESS;
+  }
   if (fs->pcomm != MPI_COMM_NULL && bytes_of(a) > kFastBytes) {  // the ring (contiguous)
     // A helper team's waiting members take chunks of the ring's combine steps
     // (runtime/team.h); the reference keeps the team while they may run them.  The
@@ -233,7 +344,7 @@ void plan_allreduce(CommShared* c, FastState* fs, bool root_has_data, const OpAr
     if (fs->shares > 0) rel.plan = kShareAll;
     return;
   }
-  if (!fs->pcomm_tried) make_pcomm(c, fs);
+  if (!fs->pcomm_tried && fs->node == nullptr) make_pcomm(c, fs);
   if (by_value(Kind::kAllreduce, a, nfrag)) {
     // A fragment of holes that knows the arguments adds zeros (what a hole contributes
     // is unspecified) so that the other fragments' exchange goes on.
@@ -308,6 +419,15 @@ bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
   const OpArgs& a = *top.sub_args;
   fs->plan_args = &a;
   const int nfrag = static_cast<int>(c->frag_leaders.size());
+  // Whether the members knew of the node group when they arrived (it was made by an
+  // earlier operation): the same answer in every fragment.
+  bool node_known = fs->node != nullptr;
+  if (nfrag > 1 && !fs->node_tried) {  // every fragment's first operation
+    fs->node_tried = true;
+    fs->node = runtime::NodeGroup::make(c);
+    // release: pairs with the acquire loads of engine_way and contribute.
+    if (fs->node != nullptr) fs->node_on.store(true, std::memory_order_release);
+  }
   if (kind == Kind::kAllreduce) {
     // A fragment of holes that knows nothing skips the exchange (engine.h).
     if (knows != Knows::kAll) return false;
@@ -317,6 +437,29 @@ bool complete_round1(CommShared* c, FastState* fs, Kind kind, uint32_t round) {
     }
     plan_allreduce(c, fs, (fs->slots[0].sub & kTreeData) != 0, a);
     return false;
+  }
+  if (nfrag > 1 && fs->node != nullptr) {
+    switch (kind) {
+      case Kind::kBarrier:
+        node_barrier(fs->node.get());
+        return false;
+      case Kind::kBcast:
+        node_bcast(c, fs, knows, a);
+        return false;
+      case Kind::kReduce:
+        // By value, as an allreduce of the fragments' partials (the root takes it); a
+        // fragment of holes adds zeros, one that knows nothing skips (as allreduce).
+        if (knows == Knows::kNothing || bytes_of(a) == 0) return false;
+        if (node_known && by_value(kind, a, nfrag, /*node=*/true)) {
+          if ((fs->slots[0].sub & kTreeData) == 0) fill_zeros(fs->release.data, a);
+          node_exchange(fs->node.get(), fs->release.data, fs->release.data, a);
+          fs->release.plan = kResult;
+          return false;
+        }
+        break;
+      default:
+        break;
+    }
   }
   if (nfrag > 1) {  // barrier, bcast, reduce among fragments: the engine's messages
     start_engine(c, fs, kind, a, round);
@@ -333,7 +476,9 @@ uint32_t contribute(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, 
   if (part.hole) return 0;
   const int nfrag = static_cast<int>(ep->comm->frag_leaders.size());
   if (kind == Kind::kAllreduce || kind == Kind::kReduce) {
-    if (!by_value(kind, a, nfrag)) return 0;
+    // acquire: pairs with the release of the completer that made the node group.
+    const bool node = nfrag > 1 && fast_state(ep->comm)->node_on.load(std::memory_order_acquire);
+    if (!by_value(kind, a, nfrag, node)) return 0;
     runtime::copy_bytes(s->in, input_of(part), static_cast<size_t>(bytes_of(a)));
     return kTreeData;
   }
@@ -494,7 +639,7 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
   const uint32_t round = tree_round(t);
   const Combine combine{fs, kind == Kind::kAllreduce || kind == Kind::kReduce};
   const runtime::Drive drive =
-      engine_way(c, kind, part, a) ? runtime::Drive::kYes : runtime::Drive::kNo;
+      engine_way(c, fs, kind, part, a) ? runtime::Drive::kYes : runtime::Drive::kNo;
   if (!tree_arrive(t, me, combine)) {
     tree_wait(t, round, drive);
   } else if (complete_round1(c, fs, kind, round)) {
@@ -509,6 +654,14 @@ bool run_fast(Endpoint* ep, Kind kind, const Part& part, const OpArgs& a, int* e
     case kResult:
       *err = fs->release.err;
       take_result(ep, kind, part, a, fs);
+      return true;
+    case kNodeBcast:
+      *err = EP_SUCCESS;
+      if (!part.hole && ep->rank != a.root) {
+        runtime::unpack(fs->node_buf.data(), std::min(fs->release.bytes, bcast_bytes(part)),
+                        part.rbuf, part.rcount, part.rti);
+      }
+      tree_sync(t, me, [fs] { fs->node_buf.clear(); });  // node_buf stays until all unpacked
       return true;
     default:
       *err = run_shares(ep, part, fs);

@@ -46,8 +46,18 @@
 // wait, slows this process's window service (docs/perf/collectives.md, "Why barriers
 // stay on the engine").
 //
-// The exchange of an allreduce among fragments (pcomm.cc), on round 1's completer (by
-// value) or round 2's (shares):
+// The node way (runtime/node_coll.h): when every fragment lives in its own process of
+// this node (node transport on), the first operation's completers make a NodeGroup;
+// from then on a barrier among fragments is one arrival at the group, and the exchange
+// of an allreduce on a dense type passes slot-sized pieces of each fragment's partial
+// through the cells, each fragment combining them in fragment order - no MPI call, no
+// engine message, no pcomm.  A bcast passes the root's packed data the same way (its
+// fragment found by a header in every slot, so a fragment that knows nothing follows);
+// a reduce by value whose group an earlier operation made (so that every member
+// contributed by value knowing it) goes as an allreduce whose result the root takes.
+// Other types and larger reductions keep the ways below.
+// The exchange of an allreduce among fragments otherwise (pcomm.cc), on round 1's
+// completer (by value) or round 2's (shares):
 //   pcomm    one rank per fragment, in fragment order: MPI_Comm_create_group on
 //            base_comm(), by the first such operation, when every fragment lives in its
 //            own process and every process has one of kMaxProcessComms left.  The
@@ -96,11 +106,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "collectives/engine.h"
 #include "collectives/reduce_util.h"
 #include "collectives/tree.h"
+#include "runtime/node_coll.h"
 
 namespace ep::collectives {
 
@@ -141,6 +153,14 @@ struct FastState {
   // Completers only; pcomm_tried once made or refused.
   bool pcomm_tried = false;
   MPI_Comm pcomm = MPI_COMM_NULL;
+  // Completers only: the node way (runtime/node_coll.h), tried by the first operation
+  // of a fragment among several (node_tried once made or refused).
+  bool node_tried = false;
+  std::unique_ptr<runtime::NodeGroup> node;
+  // Set once `node` is made, for the members' engine_way guess (any thread); release:
+  // pairs with its acquire load, after which `node` reads as made.
+  std::atomic<bool> node_on{false};
+  std::string node_buf;  // kNodeBcast's data (round 1's completer; read by the members)
 };
 
 // The tree state of c's fragment (created on first use, freed with it; engine.cc).

@@ -30,7 +30,9 @@ bool Segment::create(uint32_t ring_capacity, uint64_t staging_bytes, std::string
   const uint64_t rings_offset = round_up(dir_offset + uint64_t{kDirEntries} * 4, kPage);
   const uint64_t staging_offset = rings_offset + stride * kMaxRings;
   staging_bytes = round_up(staging_bytes, kPage);
-  if (!create_memfd("ep-node", staging_offset + staging_bytes, &mem_, error)) return false;
+  const uint64_t cells_offset = staging_offset + staging_bytes;
+  const uint64_t length = cells_offset + uint64_t{sizeof(CollCell)} * kMaxRings;
+  if (!create_memfd("ep-node", length, &mem_, error)) return false;
   // The memory is zero: every atomic starts as 0 (RingHeader's and Doorbell's initial
   // values), the directory is empty, every ring empty.
   auto* h = new (mem_.base) SegmentHeader;
@@ -46,6 +48,7 @@ bool Segment::create(uint32_t ring_capacity, uint64_t staging_bytes, std::string
   h->rings_offset = rings_offset;
   h->staging_offset = staging_offset;
   h->staging_length = staging_bytes;
+  h->cells_offset = cells_offset;
   for (uint32_t i = 0; i < kMaxRings; ++i) {
     // relaxed: peers map the segment only after it was announced (an MPI exchange).
     ring(static_cast<int>(i)).header()->ctx.store(kNoCtx, std::memory_order_relaxed);
@@ -85,6 +88,11 @@ int Segment::assign(uint32_t ctx, int n, bool publish) {
     r->generation.store(owners_[i].generation, std::memory_order_release);
     r->local.store(owners_[i].local, std::memory_order_release);
     r->ctx.store(ctx, std::memory_order_release);
+    // The new owner's node collectives count from where the last owner's stopped (it
+    // retired after every reader was done: arrive == done).  relaxed: this process
+    // alone writes its cells; the directory's release below publishes it.
+    CollCell* cell = this->cell(i);
+    cell->base.store(cell->arrive.load(std::memory_order_relaxed), std::memory_order_relaxed);
   }
   // release: pairs with the acquire in PeerSegment::resolve.
   if (publish) {
@@ -97,8 +105,12 @@ int Segment::assign(uint32_t ctx, int n, bool publish) {
 void Segment::release_rings(uint32_t ctx, int first, int n) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ctx < kDirEntries) {
-    // release: as in assign_rings (a producer that sees 0 sends nothing).
-    directory(mem_.base, header()->dir_offset)[ctx].store(0, std::memory_order_release);
+    // Only its own entry: the context id may already name a newer communicator whose
+    // rings were published meanwhile (ids are recycled before the old fragment is
+    // deleted).  release: as in assign_rings (a producer that sees 0 sends nothing).
+    uint32_t mine = static_cast<uint32_t>(first) + 1;
+    directory(mem_.base, header()->dir_offset)[ctx].compare_exchange_strong(
+        mine, 0, std::memory_order_release, std::memory_order_relaxed);
   }
   for (int i = first; i < first + n; ++i) {
     used_[i] = 0;
@@ -147,7 +159,10 @@ bool PeerSegment::map(int pid, int fd, uint64_t length, uint64_t cookie) {
       (cap & (cap - 1)) == 0 && cap <= (uint64_t{1} << 30) && stride >= kRingHeaderBytes + cap &&
       h->dir_offset >= kHeaderBytes && h->dir_offset + uint64_t{kDirEntries} * 4 <= h->rings_offset &&
       h->rings_offset + stride * count <= h->staging_offset && h->staging_offset <= length &&
-      h->staging_length <= length - h->staging_offset;
+      h->staging_length <= length - h->staging_offset &&
+      h->cells_offset >= h->staging_offset + h->staging_length &&
+      h->cells_offset % alignof(CollCell) == 0 && h->cells_offset <= length &&
+      uint64_t{sizeof(CollCell)} * count <= length - h->cells_offset;
   if (!ok) {
     unmap_peer(p, length);
     return false;
@@ -162,6 +177,7 @@ bool PeerSegment::map(int pid, int fd, uint64_t length, uint64_t cookie) {
   dir_offset_ = h->dir_offset;
   staging_offset_ = h->staging_offset;
   staging_length_ = h->staging_length;
+  cells_offset_ = h->cells_offset;
   hints_.reset(new std::atomic<uint64_t>[count]());
   turns_.reset(new std::atomic<bool>[count]());
   return true;

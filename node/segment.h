@@ -12,7 +12,12 @@
 //   rings          kMaxRings slots of RingHeader + data (node/ring.h), `ring_capacity`
 //                  bytes each;
 //   staging pool   blocks a sender fills with a large payload when cross-memory attach
-//                  is not allowed; the receiver copies out of its mapping of the pool.
+//                  is not allowed; the receiver copies out of its mapping of the pool;
+//   cells          kMaxRings CollCells, cell i going with ring i: the owner of ring i
+//                  uses it for the node collectives of the ring's communicator
+//                  (runtime/node_coll.h).  A cell's counters are never reset: they keep
+//                  counting across the rings' owners, and assign_rings records where
+//                  each new owner starts (`base`) before it publishes the ring.
 // The owner (`Segment`) assigns runs of rings to contexts (assign_rings, when a
 // communicator fragment is made) and takes them back (release_rings); each assignment
 // and release bumps the ring's generation, so a record addressed to an earlier owner is
@@ -50,7 +55,7 @@
 namespace ep::node {
 
 constexpr uint64_t kSegmentMagic = 0x21656469'6f6e2d70ull;  // "p-node!e"
-constexpr uint32_t kLayoutVersion = 1;
+constexpr uint32_t kLayoutVersion = 2;
 constexpr uint32_t kMaxRings = 1024;
 constexpr uint32_t kDirEntries = 1u << 20;  // context ids 0 .. kDirEntries - 1
 constexpr uint32_t kNoCtx = 0xffffffffu;    // a free ring's ctx
@@ -83,6 +88,19 @@ struct Doorbell {
   }
 };
 
+// One communicator fragment's place in the node collectives (runtime/node_coll.h says
+// who writes what and the ordering): its operation counters, the futex its waiting
+// thread sleeps on, and two data slots (operation k uses slot k % 2).
+constexpr uint32_t kCellData = 4096;
+struct CollCell {
+  alignas(64) std::atomic<uint64_t> arrive{0};  // operations the owner arrived at
+  std::atomic<uint64_t> base{0};  // `arrive` when the ring was last assigned
+  alignas(64) std::atomic<uint64_t> done{0};    // operations whose slots it finished reading
+  alignas(64) std::atomic<uint32_t> bell{0};    // futex word of the owner's waiter (shared)
+  std::atomic<uint32_t> asleep{0};              // owner's waiters asleep on bell
+  alignas(64) char data[2][kCellData];
+};
+
 struct SegmentHeader {
   uint64_t magic;
   uint32_t version;
@@ -96,6 +114,7 @@ struct SegmentHeader {
   uint64_t rings_offset;
   uint64_t staging_offset;
   uint64_t staging_length;
+  uint64_t cells_offset;  // ring_count CollCells, sizeof(CollCell) apart
   Doorbell doorbell;
 };
 constexpr size_t kHeaderBytes = 4096;
@@ -144,6 +163,10 @@ class Segment {
   }
   // Ring i's owner as this process assigned it (its own copy, not the shared one).
   Owner owner(int i) const;
+  // Ring i's collective cell.
+  CollCell* cell(int i) const {
+    return reinterpret_cast<CollCell*>(mem_.base + header()->cells_offset) + i;
+  }
 
   // A staging block of `bytes` (64-byte aligned): its offset in the pool, or -1 if no
   // room now.  stage_at: its address here.
@@ -188,6 +211,8 @@ class PeerSegment {
                 ring_capacity_);
   }
   uint32_t max_record() const { return ring_capacity_ / 2; }
+  // Ring i's collective cell (i < ring_count()).
+  CollCell* cell(int i) const { return reinterpret_cast<CollCell*>(base_ + cells_offset_) + i; }
   // This process's copy of ring i's head (see Ring::push).
   std::atomic<uint64_t>& head_hint(int i) const { return hints_[i]; }
   // A lock per ring for this process's producers, for a caller whose pushes to one ring
@@ -207,7 +232,7 @@ class PeerSegment {
   int pid_ = 0;
   uint32_t ring_count_ = 0, ring_capacity_ = 0;
   uint64_t ring_stride_ = 0, rings_offset_ = 0, dir_offset_ = 0;
-  uint64_t staging_offset_ = 0, staging_length_ = 0;
+  uint64_t staging_offset_ = 0, staging_length_ = 0, cells_offset_ = 0;
   std::unique_ptr<std::atomic<uint64_t>[]> hints_;
   std::unique_ptr<std::atomic<bool>[]> turns_;
 };

@@ -294,6 +294,11 @@ void retire(void* arg) {
   bool busy = c->coll_active.load(std::memory_order_acquire) != 0;
   for (auto& ep : c->local) busy |= ep->matcher.busy() || node_endpoint_busy(ep.get());
   for (auto& ep : c->coll->local) busy |= ep->matcher.busy() || node_endpoint_busy(ep.get());
+  for (CommShared* x : {c, c->coll}) {
+    // acquire: pairs with the release that published the state (collectives' state_of).
+    void* state = x->coll_state.load(std::memory_order_acquire);
+    busy |= state != nullptr && x->coll_state_busy != nullptr && x->coll_state_busy(state);
+  }
   {
     if (busy) {  // a sender thread is still leaving a matcher: later
       progress::Command again;

@@ -115,6 +115,8 @@ class CommShared {
   std::atomic<void*> coll_state{nullptr};
   std::atomic<int> coll_active{0};  // started, unfinished collectives (retire waits)
   void (*coll_state_free)(void*) = nullptr;
+  // True while coll_state must stay (another process may still read it; retire waits).
+  bool (*coll_state_busy)(void*) = nullptr;
   // Intercommunicators only:
   bool inter = false;
   int remote_size = 0;

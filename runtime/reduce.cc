@@ -87,9 +87,40 @@ bool dispatch(MPI_Datatype t, Call&& call) {
   if (is_floating(t) && t != MPI_LONG_DOUBLE) {
     return t == MPI_FLOAT ? call(float{}) : call(double{});
   }
-  if (!is_integer(t)) return false;
+  // The size of each predefined integer type, known here (no MPI call on the way of a
+  // reduction); 0 for any other type.
+  struct Sized {
+    MPI_Datatype type;
+    int size;
+  };
+  static const Sized kIntegers[] = {
+      {MPI_INT, sizeof(int)},
+      {MPI_LONG, sizeof(long)},
+      {MPI_SHORT, sizeof(short)},
+      {MPI_UNSIGNED_SHORT, sizeof(unsigned short)},
+      {MPI_UNSIGNED, sizeof(unsigned)},
+      {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
+      {MPI_LONG_LONG_INT, sizeof(long long)},
+      {MPI_UNSIGNED_LONG_LONG, sizeof(unsigned long long)},
+      {MPI_SIGNED_CHAR, 1},
+      {MPI_UNSIGNED_CHAR, 1},
+      {MPI_INT8_T, 1},
+      {MPI_INT16_T, 2},
+      {MPI_INT32_T, 4},
+      {MPI_INT64_T, 8},
+      {MPI_UINT8_T, 1},
+      {MPI_UINT16_T, 2},
+      {MPI_UINT32_T, 4},
+      {MPI_UINT64_T, 8},
+      {MPI_AINT, sizeof(MPI_Aint)},
+      {MPI_OFFSET, sizeof(MPI_Offset)},
+      {MPI_COUNT, sizeof(MPI_Count)},
+  };
   int size = 0;
-  EP_MPI(MPI_Type_size(t, &size));
+  for (const Sized& k : kIntegers) {
+    if (k.type == t) size = k.size;
+  }
+  if (size == 0) return false;
   const bool is_unsigned =
       one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
                  MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});
