@@ -483,6 +483,17 @@ int mrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI
   return rc == EP_SUCCESS ? MPI_SUCCESS : raise_owner(owner, rc, call);
 }
 
+// A large count for libep's int: false (and *err, raised) if it does not fit.
+bool narrow_count(MPI_Count count, const char* call, int* narrow, int* err) {
+  if (count > INT_MAX || count < 0) {
+    *err = raise_plain(MPI_COMM_WORLD, MPI_ERR_COUNT, call, "count %lld does not fit in libep's int",
+                       static_cast<long long>(count));
+    return false;
+  }
+  *narrow = static_cast<int>(count);
+  return true;
+}
+
 int imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message, MPI_Request* request,
            const char* call) {
   const int h = *message;
@@ -833,11 +844,9 @@ int MPI_Mrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message* 
   if (message == nullptr || !is_kind<Kind::kMessage>(*message)) {
     return PMPI_Mrecv_c(buf, count, datatype, message, status);
   }
-  if (count > INT_MAX || count < 0) {
-    return raise_plain(MPI_COMM_WORLD, MPI_ERR_COUNT, "MPI_Mrecv_c",
-                       "count %lld does not fit in libep's int", static_cast<long long>(count));
-  }
-  return mrecv(buf, static_cast<int>(count), datatype, message, status, "MPI_Mrecv_c");
+  int n = 0, err = MPI_SUCCESS;
+  if (!narrow_count(count, "MPI_Mrecv_c", &n, &err)) return err;
+  return mrecv(buf, n, datatype, message, status, "MPI_Mrecv_c");
 }
 
 int MPI_Imrecv(void* buf, int count, MPI_Datatype datatype, MPI_Message* message,
@@ -853,11 +862,9 @@ int MPI_Imrecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, MPI_Message*
   if (message == nullptr || !is_kind<Kind::kMessage>(*message)) {
     return PMPI_Imrecv_c(buf, count, datatype, message, request);
   }
-  if (count > INT_MAX || count < 0) {
-    return raise_plain(MPI_COMM_WORLD, MPI_ERR_COUNT, "MPI_Imrecv_c",
-                       "count %lld does not fit in libep's int", static_cast<long long>(count));
-  }
-  return imrecv(buf, static_cast<int>(count), datatype, message, request, "MPI_Imrecv_c");
+  int n = 0, err = MPI_SUCCESS;
+  if (!narrow_count(count, "MPI_Imrecv_c", &n, &err)) return err;
+  return imrecv(buf, n, datatype, message, request, "MPI_Imrecv_c");
 }
 
 }  // extern "C"
