@@ -17,7 +17,9 @@ namespace {
 
 // wait()'s side of runtime/wait.h's loop: the condition is every fragment's arrival;
 // the waiter sleeps on its own cell's bell (see "Memory ordering").
-struct ArrivalWait {
+struct ArrivalWait : PlainWait<ArrivalWait> {
+  ArrivalWait(const NodeGroup* g, node::CollCell* m, bool (NodeGroup::*a)() const)
+      : group(g), mine(m), arrived(a) {}
   const NodeGroup* group;
   node::CollCell* mine;
   bool (NodeGroup::*arrived)() const;
@@ -31,17 +33,6 @@ struct ArrivalWait {
     if (!ready()) timed_out = progress::futex_wait_shared(mine->bell, seen, ns);
     mine->asleep.fetch_sub(1, std::memory_order_seq_cst);
     return timed_out;
-  }
-  bool before_sleep() { return true; }
-  bool poll() { return false; }
-  const std::atomic<uint32_t>* watch() const { return nullptr; }
-  uint32_t mask() const { return 0; }
-  bool spin_lightly() {
-    for (int k = 0; k < 16; ++k) {
-      progress::cpu_relax();
-      if (ready()) return true;
-    }
-    return false;
   }
 };
 
@@ -114,7 +105,7 @@ bool NodeGroup::all_arrived() const {
 }
 
 void NodeGroup::wait() {
-  ArrivalWait w{this, cells_[me_].cell, &NodeGroup::all_arrived};
+  ArrivalWait w(this, cells_[me_].cell, &NodeGroup::all_arrived);
   wait_loop(w, Drive::kNo);
   base::cross_process_acquire();
 }

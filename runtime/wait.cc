@@ -24,26 +24,16 @@ void drive_end(bool wake) { engine().helper_leave(wake); }
 bool baton_busy() { return engine().baton_held(); }
 
 namespace {
-struct FlagWait {
+struct FlagWait : PlainWait<FlagWait> {
+  explicit FlagWait(Flag& f) : flag(f) {}
   Flag& flag;
   bool ready() { return flag.is_set(); }
   bool sleep(int64_t ns) { return flag.sleep(ns); }
-  bool before_sleep() { return true; }
-  bool poll() { return false; }
-  const std::atomic<uint32_t>* watch() const { return nullptr; }
-  uint32_t mask() const { return 0; }
-  bool spin_lightly() {
-    for (int k = 0; k < 16; ++k) {
-      progress::cpu_relax();
-      if (flag.is_set()) return true;
-    }
-    return false;
-  }
 };
 }  // namespace
 
 void wait_flag(Flag& flag, Drive drive) {
-  FlagWait w{flag};
+  FlagWait w(flag);
   wait_loop(w, drive);
 }
 

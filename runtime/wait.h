@@ -195,13 +195,11 @@ void wait_loop(W& w, Drive drive, Crowd crowd = Crowd::kNo) {
   if (driving) drive_end(/*wake=*/false);
 }
 
-namespace wait_internal {
-template <class Ready>
-struct EventWait {
-  Event& event;
-  Ready& ready_fn;
-  bool ready() { return ready_fn(); }
-  bool sleep(int64_t ns) { return event.sleep(ready_fn, ns); }
+// What most waits give wait_loop alike (derive from it, CRTP; the derived wait gives
+// ready() and sleep()): no sources of their own to poll, no watched word, sleep as soon as
+// the back-off says so, 16 light polls of ready().
+template <class Derived>
+struct PlainWait {
   bool before_sleep() { return true; }
   bool poll() { return false; }
   const std::atomic<uint32_t>* watch() const { return nullptr; }
@@ -209,17 +207,27 @@ struct EventWait {
   bool spin_lightly() {
     for (int k = 0; k < 16; ++k) {
       progress::cpu_relax();
-      if (ready_fn()) return true;
+      if (static_cast<Derived*>(this)->ready()) return true;
     }
     return false;
   }
+};
+
+namespace wait_internal {
+template <class Ready>
+struct EventWait : PlainWait<EventWait<Ready>> {
+  EventWait(Event& e, Ready& r) : event(e), ready_fn(r) {}
+  Event& event;
+  Ready& ready_fn;
+  bool ready() { return ready_fn(); }
+  bool sleep(int64_t ns) { return event.sleep(ready_fn, ns); }
 };
 }  // namespace wait_internal
 
 // Waits until `ready()` (acquire), sleeping on `event`.
 template <class Ready>
 void wait_until(Event& event, Ready&& ready, Drive drive = Drive::kNo, Crowd crowd = Crowd::kNo) {
-  wait_internal::EventWait<Ready> w{event, ready};
+  wait_internal::EventWait<Ready> w(event, ready);
   wait_loop(w, drive, crowd);
 }
 // Waits until `flag` is set.
