@@ -6,8 +6,6 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "base/mpi_calls.h"
-
 namespace ep::runtime {
 
 bool one_of(MPI_Datatype t, std::initializer_list<MPI_Datatype> list) {
@@ -81,6 +79,22 @@ bool reduce_typed(const char* a, const char* b, char* out, int64_t n, MPI_Op op)
   return true;
 }
 
+// The size of a predefined integer type's C type (is_integer(t)), without asking MPI.
+size_t integer_size(MPI_Datatype t) {
+  if (one_of(t, {MPI_INT8_T, MPI_UINT8_T, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR})) return 1;
+  if (one_of(t, {MPI_INT16_T, MPI_UINT16_T})) return 2;
+  if (one_of(t, {MPI_INT32_T, MPI_UINT32_T})) return 4;
+  if (one_of(t, {MPI_INT64_T, MPI_UINT64_T})) return 8;
+  if (one_of(t, {MPI_SHORT, MPI_UNSIGNED_SHORT})) return sizeof(short);
+  if (one_of(t, {MPI_INT, MPI_UNSIGNED})) return sizeof(int);
+  if (one_of(t, {MPI_LONG, MPI_UNSIGNED_LONG})) return sizeof(long);
+  if (one_of(t, {MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG})) return sizeof(long long);
+  if (t == MPI_AINT) return sizeof(MPI_Aint);
+  if (t == MPI_OFFSET) return sizeof(MPI_Offset);
+  if (t == MPI_COUNT) return sizeof(MPI_Count);
+  return 0;
+}
+
 // The C type behind a predefined integer or floating MPI type, by size and kind.
 template <class Call>
 bool dispatch(MPI_Datatype t, Call&& call) {
@@ -88,8 +102,7 @@ bool dispatch(MPI_Datatype t, Call&& call) {
     return t == MPI_FLOAT ? call(float{}) : call(double{});
   }
   if (!is_integer(t)) return false;
-  int size = 0;
-  EP_MPI(MPI_Type_size(t, &size));
+  const size_t size = integer_size(t);
   const bool is_unsigned =
       one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
                  MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});
