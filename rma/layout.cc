@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/mpi_calls.h"
+#include "runtime/datatype.h"
 #include "runtime/reduce.h"
 
 namespace ep::rma {
@@ -18,6 +19,12 @@ using runtime::is_logical;
 using runtime::is_pair;
 
 namespace {
+
+// A predefined contiguous type's description from the runtime's builtin table (filled
+// by the first use, then read without an MPI call); false for any other type.
+bool builtin_info(MPI_Datatype t, runtime::TypeInfo* ti) {
+  return runtime::is_builtin_type(t) && runtime::describe(t, ti) && ti->named && ti->contiguous;
+}
 
 int combiner_of(MPI_Datatype t) {
   int ni = 0, na = 0, nd = 0, combiner = 0;
@@ -32,6 +39,16 @@ class Flattener {
   // `n` consecutive elements of `t` (one extent apart) starting at `disp`.
   void emit(MPI_Datatype t, int64_t disp, int64_t n) {
     if (n <= 0 || failed_) return;
+    runtime::TypeInfo ti;
+    if (builtin_info(t, &ti)) {  // the common case, without asking MPI
+      note_basic(t, ti.size);
+      if (ti.size == ti.extent) {
+        append(disp + ti.true_lb, n * ti.size);
+      } else {
+        for (int64_t i = 0; i < n; ++i) append(disp + ti.true_lb + i * ti.extent, ti.size);
+      }
+      return;
+    }
     MPI_Aint lb = 0, extent = 0, tlb = 0, textent = 0;
     EP_MPI(MPI_Type_get_extent(t, &lb, &extent));
     EP_MPI(MPI_Type_get_true_extent(t, &tlb, &textent));
@@ -251,8 +268,13 @@ void reduce(const char* in, char* target, int64_t n, MPI_Datatype basic, MPI_Op 
 
 void reduce_stream(const char* in, char* inout, int64_t bytes, int64_t elem, MPI_Datatype basic,
                    MPI_Op op) {
+  runtime::TypeInfo ti;
   MPI_Aint lb = 0, extent = 0;
-  EP_MPI(MPI_Type_get_extent(basic, &lb, &extent));
+  if (builtin_info(basic, &ti)) {
+    extent = ti.extent;
+  } else {
+    EP_MPI(MPI_Type_get_extent(basic, &lb, &extent));
+  }
   if (extent == elem) {
     reduce(in, inout, bytes / elem, basic, op);
     return;

@@ -6,8 +6,6 @@
 #include <initializer_list>
 #include <type_traits>
 
-#include "base/mpi_calls.h"
-
 namespace ep::runtime {
 
 bool one_of(MPI_Datatype t, std::initializer_list<MPI_Datatype> list) {
@@ -81,46 +79,30 @@ bool reduce_typed(const char* a, const char* b, char* out, int64_t n, MPI_Op op)
   return true;
 }
 
+// The size of a predefined integer type's C type (is_integer(t)), without asking MPI.
+size_t integer_size(MPI_Datatype t) {
+  if (one_of(t, {MPI_INT8_T, MPI_UINT8_T, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR})) return 1;
+  if (one_of(t, {MPI_INT16_T, MPI_UINT16_T})) return 2;
+  if (one_of(t, {MPI_INT32_T, MPI_UINT32_T})) return 4;
+  if (one_of(t, {MPI_INT64_T, MPI_UINT64_T})) return 8;
+  if (one_of(t, {MPI_SHORT, MPI_UNSIGNED_SHORT})) return sizeof(short);
+  if (one_of(t, {MPI_INT, MPI_UNSIGNED})) return sizeof(int);
+  if (one_of(t, {MPI_LONG, MPI_UNSIGNED_LONG})) return sizeof(long);
+  if (one_of(t, {MPI_LONG_LONG_INT, MPI_UNSIGNED_LONG_LONG})) return sizeof(long long);
+  if (t == MPI_AINT) return sizeof(MPI_Aint);
+  if (t == MPI_OFFSET) return sizeof(MPI_Offset);
+  if (t == MPI_COUNT) return sizeof(MPI_Count);
+  return 0;
+}
+
 // The C type behind a predefined integer or floating MPI type, by size and kind.
 template <class Call>
 bool dispatch(MPI_Datatype t, Call&& call) {
   if (is_floating(t) && t != MPI_LONG_DOUBLE) {
     return t == MPI_FLOAT ? call(float{}) : call(double{});
   }
-  // The size of each predefined integer type, known here (no MPI call on the way of a
-  // reduction); 0 for any other type.
-  struct Sized {
-    MPI_Datatype type;
-    int size;
-  };
-  static const Sized kIntegers[] = {
-      {MPI_INT, sizeof(int)},
-      {MPI_LONG, sizeof(long)},
-      {MPI_SHORT, sizeof(short)},
-      {MPI_UNSIGNED_SHORT, sizeof(unsigned short)},
-      {MPI_UNSIGNED, sizeof(unsigned)},
-      {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
-      {MPI_LONG_LONG_INT, sizeof(long long)},
-      {MPI_UNSIGNED_LONG_LONG, sizeof(unsigned long long)},
-      {MPI_SIGNED_CHAR, 1},
-      {MPI_UNSIGNED_CHAR, 1},
-      {MPI_INT8_T, 1},
-      {MPI_INT16_T, 2},
-      {MPI_INT32_T, 4},
-      {MPI_INT64_T, 8},
-      {MPI_UINT8_T, 1},
-      {MPI_UINT16_T, 2},
-      {MPI_UINT32_T, 4},
-      {MPI_UINT64_T, 8},
-      {MPI_AINT, sizeof(MPI_Aint)},
-      {MPI_OFFSET, sizeof(MPI_Offset)},
-      {MPI_COUNT, sizeof(MPI_Count)},
-  };
-  int size = 0;
-  for (const Sized& k : kIntegers) {
-    if (k.type == t) size = k.size;
-  }
-  if (size == 0) return false;
+  if (!is_integer(t)) return false;
+  const size_t size = integer_size(t);
   const bool is_unsigned =
       one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
                  MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});

@@ -223,7 +223,7 @@ int runtime_init() {
   if (raw->node.on()) {  // its progress thread sleeps where the node's senders wake it
     node::Doorbell& d = raw->node.segment().doorbell();
     engine().set_idle_words(&d.bell, &d.asleep, [] { return runtime()->node.work_waiting(); });
-    engine().set_node_hook([](bool* pending) { return runtime()->node.pass(pending); });
+    engine().set_node_hook([](bool* served) { return runtime()->node.pass(served); });
   }
   engine().start(opts, raw);
   if (!engine().pin_refusal().empty()) {
@@ -265,7 +265,8 @@ int runtime_finalize() {
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
         "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu "
-        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
+        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu "
+        "node_packets=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -277,7 +278,8 @@ int runtime_finalize() {
         (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
         (unsigned long long)mpi_calls_outside_engine(), (unsigned long long)c.node_eager.load(),
         (unsigned long long)c.node_rndv.load(), (unsigned long long)c.node_acks.load(),
-        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load());
+        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load(),
+        (unsigned long long)c.node_packets.load());
   }
   comm_free_all();
   rt->node.shutdown();  // every ring was given back with its fragment
