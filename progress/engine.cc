@@ -167,11 +167,10 @@ bool Engine::pass(const std::atomic<uint32_t>* watch, uint32_t mask, bool* node_
   if (watch != nullptr && (watch->load(std::memory_order_relaxed) & mask) != 0) return true;
   // acquire: pairs with the release in set_node_hook().
   if (PassHook node = node_hook_.load(std::memory_order_acquire)) {
-    bool served = false;
-    const bool did = node(&served);
+    bool unused = false;
+    const bool did = node(&unused);
     if (node_work != nullptr) {
-      *node_work = did && !served;
-      work |= served;
+      *node_work = did;
     } else {
       work |= did;
     }
@@ -195,10 +194,7 @@ void Engine::idle(Backoff& backoff, int64_t aside_ns, bool transfers) {
   uint32_t seen = wake_ptr_->load(std::memory_order_relaxed);
   sleeping_.store(aside ? kStandingAside : kAsleep, std::memory_order_relaxed);
   // seq_cst: the sleeper's side of the node senders' Dekker pairing (set_idle_words).
-  // Standing aside it stays 0: the helpers' passes drain the rings, and a sender's wake
-  // would only make this thread look and stand aside again.
-  const bool shared_asleep = asleep_ != nullptr && !aside;
-  if (shared_asleep) asleep_->store(1, std::memory_order_seq_cst);
+  if (asleep_ != nullptr) asleep_->store(1, std::memory_order_seq_cst);
   // seq_cst fence: pairs with the fence in submit().
   std::atomic_thread_fence(std::memory_order_seq_cst);
   // Standing aside, a helper's passes run the node hook: only an idle sleep asks.
@@ -209,7 +205,7 @@ void Engine::idle(Backoff& backoff, int64_t aside_ns, bool transfers) {
     sleep_on_word(seen, ns);
   }
   // relaxed: a stale 1 costs a sender one needless wake.
-  if (shared_asleep) asleep_->store(0, std::memory_order_relaxed);
+  if (asleep_ != nullptr) asleep_->store(0, std::memory_order_relaxed);
   sleeping_.store(kAwake, std::memory_order_relaxed);  // relaxed: only makes submit() skip a wake
 }
 

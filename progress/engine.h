@@ -294,17 +294,13 @@ class Engine {
   void set_pass_hook(PassHook hook) { hook_.store(hook, std::memory_order_release); }
   // The node transport's work in every pass (runtime/node.h: rings whose pending bit is
   // set, backlogs): true if it made progress.  Work done there does not restart the idle
-  // thread's back-off: the node's senders wake it when they need it - except packets it
-  // served (it sets its argument): those count as the engine's own packets do, since a
-  // one-sided origin waits for the reply and sends the next one at once.  Set once,
-  // before start().
+  // thread's back-off: the node's senders wake it when they need it.  Set once, before
+  // start().
   void set_node_hook(PassHook hook) { node_hook_.store(hook, std::memory_order_release); }
   // Where the idle progress thread sleeps while the node transport is on: `word`, a futex
   // word in memory shared with the node's other processes, whose senders wake it (so
   // every wait and wake on it is a shared futex operation), its `asleep` flag there (1
-  // while it sleeps for lack of work - not while it stands aside, when the helpers'
-  // passes serve the rings: the senders' side of the Dekker pairing, node/segment.h's
-  // Doorbell),
+  // while it sleeps: the senders' side of the Dekker pairing, node/segment.h's Doorbell),
   // and `work_waiting`, asked after the flag is set and before sleeping (records wait for
   // the node hook).  Without them the thread sleeps on a private word.  Set before start().
   void set_idle_words(std::atomic<uint32_t>* word, std::atomic<uint32_t>* asleep,

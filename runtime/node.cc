@@ -478,7 +478,7 @@ bool NodeTransport::acknowledge(uint64_t cookie) {
   return issued_.erase(cookie) != 0;
 }
 
-bool NodeTransport::pass(bool* served) {
+bool NodeTransport::pass(bool* /*pending*/) {
   if (!on_) return false;
   bool work = false;
   node::Doorbell& d = segment_.doorbell();
@@ -498,7 +498,6 @@ bool NodeTransport::pass(bool* served) {
       if (n < 0 || n >= kDrainMax)
         d.pending[w].fetch_or(uint64_t{1} << b, std::memory_order_relaxed);
       work |= n > 0;
-      if (n > 0 && ne == &packets_) *served = true;
     }
   }
   // relaxed: a hint; the lists are read under mu_.

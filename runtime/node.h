@@ -197,9 +197,8 @@ class NodeTransport {
   // Takes them back (the fragment is being deleted; nobody drains them any more).
   void detach(CommShared* c);
 
-  // The pass hook (see "Who drains"): pending rings, backlogs, acknowledgements.  Sets
-  // *served if it handed packets of the packet ring to the runtime (Engine::set_node_hook).
-  bool pass(bool* served);
+  // The pass hook (see "Who drains"): pending rings, backlogs, acknowledgements.
+  bool pass(bool* pending);
   // The idle progress thread's last check before it sleeps: a ring is pending.
   bool work_waiting() { return on_ && segment_.doorbell().any(); }
 

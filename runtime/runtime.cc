@@ -223,7 +223,7 @@ int runtime_init() {
   if (raw->node.on()) {  // its progress thread sleeps where the node's senders wake it
     node::Doorbell& d = raw->node.segment().doorbell();
     engine().set_idle_words(&d.bell, &d.asleep, [] { return runtime()->node.work_waiting(); });
-    engine().set_node_hook([](bool* served) { return runtime()->node.pass(served); });
+    engine().set_node_hook([](bool* pending) { return runtime()->node.pass(pending); });
   }
   engine().start(opts, raw);
   if (!engine().pin_refusal().empty()) {
