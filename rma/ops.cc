@@ -233,35 +233,26 @@ bool run_cma(Target& t, int64_t off, const OpArgs& a, const Layout& ol, const La
   return true;
 }
 
-// A chunk's bounds to process `proc`: its packet fits runtime::packet_limit(proc) (less
-// than kMaxPacketBytes for a node peer's ring), half of it at most for the block list.
-struct ChunkBounds {
-  int64_t payload;  // EP_EAGER_LIMIT (at least 4096) within the packet, whole elements
-  size_t max_blocks;
-};
-ChunkBounds chunk_bounds(int proc, int64_t elem) {
-  const size_t room = runtime::packet_limit(proc) - sizeof(RmaHeader);
-  ChunkBounds c;
-  c.max_blocks =
-      std::max<size_t>(1, std::min<size_t>(kMaxBlocksPerChunk, room / 2 / sizeof(WireBlock)));
-  const int64_t fits = static_cast<int64_t>(room - c.max_blocks * sizeof(WireBlock));
-  int64_t limit = std::min<int64_t>(
-      std::min<int64_t>(std::max<int64_t>(runtime::runtime()->config.eager_limit, 4096), fits),
-      kMaxChunkPayload);
+// The payload limit of a chunk: EP_EAGER_LIMIT (at least 4096) within the packet bound,
+// in whole elements of `elem` bytes.
+int64_t chunk_limit(int64_t elem) {
+  int64_t limit = std::min<int64_t>(std::max<int64_t>(runtime::runtime()->config.eager_limit, 4096),
+                                    kMaxChunkPayload);
   limit -= limit % elem;
-  c.payload = limit == 0 ? elem : limit;
-  return c;
+  return limit == 0 ? elem : limit;
 }
 
-// Cuts [0, tl.bytes) into chunks within `c`.
-std::vector<std::pair<int64_t, int64_t>> chunks_of(const Layout& tl, const ChunkBounds& c) {
+// Cuts [0, tl.bytes) into chunks: at most `limit` payload bytes (whole elements) and
+// kMaxBlocksPerChunk blocks each.
+std::vector<std::pair<int64_t, int64_t>> chunks_of(const Layout& tl, int64_t limit) {
   std::vector<std::pair<int64_t, int64_t>> out;
   std::vector<Block> ps;
   for (int64_t a = 0; a < tl.bytes;) {
-    int64_t b = std::min(tl.bytes, a + c.payload);
+    int64_t b = std::min(tl.bytes, a + limit);
     ps.clear();
     pieces(tl, a, b, &ps);
-    if (ps.size() > c.max_blocks) b = ps[c.max_blocks - 1].pos + ps[c.max_blocks - 1].len;
+    if (ps.size() > kMaxBlocksPerChunk)
+      b = ps[kMaxBlocksPerChunk - 1].pos + ps[kMaxBlocksPerChunk - 1].len;
     out.emplace_back(a, b);
     a = b;
   }
@@ -275,7 +266,7 @@ void run_remote(Win* w, const Target& t, int64_t off, const OpArgs& a, const Lay
   static constexpr uint8_t kOps[] = {kPut, kGet, kAcc, kGetAcc, kCas};
   const uint8_t op = kOps[static_cast<int>(a.kind)];
   const int64_t elem = (a.kind == OpKind::kPut || a.kind == OpKind::kGet) ? 1 : tl.elem;
-  auto chunks = chunks_of(tl, chunk_bounds(t.proc, elem));
+  auto chunks = chunks_of(tl, chunk_limit(elem));
   Pending* pend = nullptr;
   if (a.has_result()) {
     pend = new Pending;

@@ -2,8 +2,7 @@
 //
 // What it is: an operation on another process's window that neither a mapping nor
 // cross-memory attach can do (rma/segment.h) is a remote handler call: packets on the
-// progress engine's packet communicator (runtime/transport.h) - or, to a process of the
-// node, its packet ring (runtime/node.h, "Packets"): no MPI - served by the target
+// progress engine's packet communicator (runtime/transport.h), served by the target
 // process's engine, so the target endpoint need not call libep (passive target
 // progress, as in MPICH's one-sided design).  A packet is runtime::WireHeader (kind
 // kRma, ctx = the destination window id), an RmaHeader, `nblocks` WireBlocks (target
@@ -16,10 +15,9 @@
 // range_error set, having written nothing.
 // An operation's stream (rma/layout.h) is cut into chunks of at most EP_EAGER_LIMIT
 // payload bytes (whole elements for the accumulate family) and kMaxBlocksPerChunk
-// blocks, so a chunk's packet fits runtime::packet_limit of its target process (the
-// node's rings take less than kMaxPacketBytes; a reply's data fits the same bound).
-// Each chunk carries its own target blocks and gets exactly one reply, so the target
-// never buffers more than one chunk and never needs the origin's datatype.  MPI handles of predefined types and
+// blocks, so a chunk's packet fits runtime::kMaxPacketBytes.  Each chunk carries its
+// own target blocks and gets exactly one reply, so the target never buffers more than
+// one chunk and never needs the origin's datatype.  MPI handles of predefined types and
 // ops travel as they are: MPICH's are compile-time constants, equal in every process.
 //
 // Ownership: new_packet mallocs a packet; the engine frees it once sent.  A Pending is
@@ -31,7 +29,7 @@
 // thread.
 //
 // Memory ordering: packets between two processes are FIFO (one MPI communicator and
-// tag, or one ring per producer thread) and a target handles them in arrival order, so one origin's requests to one
+// tag) and a target handles them in arrival order, so one origin's requests to one
 // target are applied, and answered, in the order it sent them.  Whatever a thread
 // wrote before handing a packet to runtime::send_packet (the packet, a Pending)
 // happens-before the pass that sends it and every later pass: the engine's command

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -18,7 +17,6 @@
 #include "runtime/p2p.h"
 #include "runtime/request.h"
 #include "runtime/runtime.h"
-#include "runtime/transport.h"
 
 namespace ep::runtime {
 namespace {
@@ -27,8 +25,6 @@ namespace {
 constexpr uint64_t kStagingBytes = uint64_t{256} << 20;
 // The acknowledgement ring's owner context (node.h): none of the directory's.
 constexpr uint32_t kAckCtx = node::kDirEntries;
-// The packet ring's owner context (node.h, "Packets").
-constexpr uint32_t kPacketCtx = node::kDirEntries + 1;
 // Records one drain takes at most (a ring under a flood does not hold its drainer).
 constexpr int kDrainMax = 256;
 // A route cache entry (CommShared::node_routes): 0 not yet decided, kNoRoute the MPI
@@ -160,8 +156,9 @@ bool flush_backlog(NodeEndpoint* ne, bool wait) {
 // Pushes one record of ep's, in order behind its backlog (see "Full rings" in node.h).
 // `stage`: an RTS whose payload waits for a staging block (it goes to the backlog).
 template <class Fill>
-void push_record(NodeEndpoint* ne, const NodeRoute& to, uint8_t kind, uint32_t aux, uint64_t body,
+void push_record(Endpoint* ep, const NodeRoute& to, uint8_t kind, uint32_t aux, uint64_t body,
                  Fill&& fill, Request* stage = nullptr) {
+  NodeEndpoint* ne = ep->node;
   // acquire: pairs with flush_locked's release (see there).
   if (ne->backlogged.load(std::memory_order_acquire)) flush_backlog(ne, /*wait=*/true);
   if (stage == nullptr && !ne->backlogged.load(std::memory_order_acquire)) {
@@ -204,22 +201,8 @@ void arrive(Endpoint* ep, NodeEndpoint* ne, Envelope* e) {
 // endpoint's ring, acknowledgements to the acknowledgement ring only.
 bool take_record(NodeEndpoint* ne, uint8_t kind, uint32_t aux, const char* body, uint32_t len) {
   Endpoint* ep = ne->ep;
-  if (ne->packets != (kind == kNodePacket)) return false;
-  if (!ne->packets && (ep == nullptr) != (kind == kNodeAck)) return false;
+  if ((ep == nullptr) != (kind == kNodeAck)) return false;
   switch (kind) {
-    case kNodePacket: {
-      // aux: the sender's MPI_COMM_WORLD rank.  Handed over as the engine hands an MPI
-      // arrival: a block with the headroom in front (we run in a pass).
-      Runtime* rt = runtime();
-      if (rt->node.peer(static_cast<int>(aux)) == nullptr || len < sizeof(WireHeader) ||
-          len > kMaxPacketBytes) {
-        return false;
-      }
-      char* block = static_cast<char*>(std::malloc(kPacketHeadroom + len));
-      std::memcpy(block + kPacketHeadroom, body, len);
-      rt->on_packet(static_cast<int>(aux), block, len);
-      return true;
-    }
     case kNodeEager: {
       // (The source rank is not checked against the communicator: a record may come
       // before this fragment's membership is filled in - the matcher keeps it.)
@@ -311,9 +294,6 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
   struct Announce {
     int32_t ok, world_rank, pid, fd;
     uint64_t length, cookie, cookie_at;
-    int32_t packet_ring;  // and its owner fields (see "Packets")
-    uint32_t packet_ctx, packet_generation;
-    uint16_t packet_local;
   } mine{};
   std::string error;
   mine.ok = segment_.create(node::ring_capacity_for(eager_limit), kStagingBytes, &error) ? 1 : 0;
@@ -324,43 +304,25 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
     mine.length = segment_.length();
     mine.cookie = segment_.cookie();
     mine.cookie_at = segment_.cookie_address();
-    packets_.ring = segment_.assign_private(kPacketCtx);  // (the segment is new: one is free)
-    packets_.view = segment_.ring(packets_.ring);
-    packets_.owner = segment_.owner(packets_.ring);
-    packets_.packets = true;
-    mine.packet_ring = packets_.ring;
-    mine.packet_ctx = packets_.owner.ctx;
-    mine.packet_generation = packets_.owner.generation;
-    mine.packet_local = packets_.owner.local;
   }
   std::vector<Announce> all(static_cast<size_t>(n));
   EP_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, node_comm));
   int ok[2] = {mine.ok, 1};  // every segment mapped; cross-memory attach to every peer
   peers_.resize(static_cast<size_t>(world_size));
-  packet_to_.assign(static_cast<size_t>(world_size), NodeRoute{nullptr, -1, node::Owner{}});
-  packet_out_.resize(static_cast<size_t>(world_size));
   for (const Announce& a : all) {
     if (a.world_rank == world_rank) continue;
     auto p = std::make_unique<node::PeerSegment>();
     if (!a.ok || a.world_rank < 0 || a.world_rank >= world_size ||
-        !p->map(a.pid, a.fd, a.length, a.cookie) || a.packet_ring < 0 ||
-        static_cast<uint32_t>(a.packet_ring) >= p->ring_count()) {
+        !p->map(a.pid, a.fd, a.length, a.cookie)) {
       ok[0] = 0;
       continue;
     }
     if (!node::cma_probe(a.pid, a.cookie_at, a.cookie)) ok[1] = 0;
-    const size_t r = static_cast<size_t>(a.world_rank);
-    packet_to_[r] = NodeRoute{p.get(), a.packet_ring,
-                              node::Owner{a.packet_ctx, a.packet_local, a.packet_generation}};
-    packet_out_[r] = std::make_unique<NodeEndpoint>();
-    packet_out_[r]->packets = true;
-    peers_[r] = std::move(p);
+    peers_[static_cast<size_t>(a.world_rank)] = std::move(p);
   }
   int all_ok[2] = {0, 0};
   EP_MPI(MPI_Allreduce(ok, all_ok, 2, MPI_INT, MPI_MIN, node_comm));
   if (all_ok[0] == 0) {
-    packet_to_.clear();
-    packet_out_.clear();
     peers_.clear();
     segment_.destroy();
     *note = "off: a process of this node could not make or map a segment";
@@ -375,8 +337,7 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
   ack_.ring = segment_.assign_private(kAckCtx);  // (the segment is new: one is free)
   ack_.view = segment_.ring(ack_.ring);
   ack_.owner = segment_.owner(ack_.ring);
-  ring_owner_[ack_.ring].store(&ack_, std::memory_order_relaxed);          // relaxed: before start
-  ring_owner_[packets_.ring].store(&packets_, std::memory_order_relaxed);  // relaxed: ditto
+  ring_owner_[ack_.ring].store(&ack_, std::memory_order_relaxed);  // relaxed: before start
   on_ = true;
   *note = std::string("on: ") + std::to_string(n) +
           " processes of this node exchange messages through shared memory; larger ones " +
@@ -389,8 +350,6 @@ void NodeTransport::init(MPI_Comm node_comm, bool wanted, int64_t eager_limit, b
 
 void NodeTransport::shutdown() {
   on_ = false;
-  packet_to_.clear();
-  packet_out_.clear();
   peers_.clear();
   segment_.destroy();
   ring_owner_.reset();
@@ -428,31 +387,6 @@ void NodeTransport::detach(CommShared* c) {
   }
   segment_.release_rings(c->ctx, first, n);
   c->node_first_ring = -1;
-}
-
-bool NodeTransport::send_packet(int proc, const char* packet, size_t len) {
-  if (!on_ || static_cast<size_t>(proc) >= packet_to_.size()) return false;
-  const NodeRoute& to = packet_to_[static_cast<size_t>(proc)];
-  if (to.peer == nullptr) return false;
-  Runtime* rt = runtime();
-  if (closing()) {  // (as a backlog's records are dropped then)
-    rt->count(rt->counters.dropped_packets);
-    return true;
-  }
-  push_record(packet_out_[static_cast<size_t>(proc)].get(), to, kNodePacket,
-              static_cast<uint32_t>(rt->world_rank), len,
-              [&](char* at) { std::memcpy(at, packet, len); });
-  rt->count(rt->counters.node_packets);
-  return true;
-}
-
-size_t NodeTransport::packet_limit(int proc) const {
-  if (!on_ || static_cast<size_t>(proc) >= packet_to_.size()) return 0;
-  const NodeRoute& to = packet_to_[static_cast<size_t>(proc)];
-  if (to.peer == nullptr) return 0;
-  // Both ways: a reply as long as its request fits the sender's ring too.
-  const uint32_t ring = std::min(to.peer->max_record(), packets_.view.max_record());
-  return std::min<size_t>(ring - sizeof(node::RecordHeader), kMaxPacketBytes);
 }
 
 void NodeTransport::list_backlogged(NodeEndpoint* ne) {
@@ -519,10 +453,11 @@ bool NodeTransport::pass(bool* /*pending*/) {
   }
   for (size_t i = 0; i < acks_.size();) {
     const Ack& a = acks_[i];
-    const bool done = closing() || push_to(a.to.peer, a.to.ring, kNodeAck, a.to.owner, 0,
-                                           sizeof a.cookie, [&](char* at) {
-                                             std::memcpy(at, &a.cookie, sizeof a.cookie);
-                                           }) == node::Ring::Push::kOk;
+    const bool done =
+        closing() ||
+        push_to(a.to.peer, a.to.ring, kNodeAck, a.to.owner, 0, sizeof a.cookie, [&](char* at) {
+          std::memcpy(at, &a.cookie, sizeof a.cookie);
+        }) == node::Ring::Push::kOk;
     if (done) {
       if (!closing()) ring_bell(a.to.peer, a.to.ring);
       acks_[i] = acks_.back();
@@ -572,7 +507,7 @@ int send_node(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
   const int64_t bytes = ti.size * count;
   if (!rendezvous) {
     rt->count(rt->counters.node_eager);
-    push_record(ep->node, route, kNodeEager, static_cast<uint32_t>(bytes),
+    push_record(ep, route, kNodeEager, static_cast<uint32_t>(bytes),
                 sizeof(NodeEagerHead) + static_cast<uint64_t>(bytes), [&](char* at) {
                   const NodeEagerHead h{ep->rank, tag};
                   std::memcpy(at, &h, sizeof h);
@@ -627,8 +562,8 @@ int send_node(const void* buf, int count, MPI_Datatype type, const TypeInfo& ti,
   r->owner = ep;
   rt->node.issue(rts.cookie);
   push_record(
-      ep->node, route, kNodeRts, 0, sizeof rts,
-      [&](char* at) { std::memcpy(at, &rts, sizeof rts); }, stage_later);
+      ep, route, kNodeRts, 0, sizeof rts, [&](char* at) { std::memcpy(at, &rts, sizeof rts); },
+      stage_later);
   return EP_SUCCESS;
 }
 
@@ -638,7 +573,7 @@ int send_node_short(Endpoint* ep, int dest, int proc, const char* data, int64_t 
   if (bytes > node_eager_max(route)) return kNodeGeneral;
   Runtime* rt = runtime();
   rt->count(rt->counters.node_eager);
-  push_record(ep->node, route, kNodeEager, static_cast<uint32_t>(bytes),
+  push_record(ep, route, kNodeEager, static_cast<uint32_t>(bytes),
               sizeof(NodeEagerHead) + static_cast<uint64_t>(bytes), [&](char* at) {
                 const NodeEagerHead h{ep->rank, tag};
                 std::memcpy(at, &h, sizeof h);
@@ -701,8 +636,9 @@ bool node_fetch(const NodeRts& rts, Request* r, const RecvTarget& t, int64_t n, 
   const NodeRoute to{p, static_cast<int>(rts.ack_ring),
                      node::Owner{rts.ack_ctx, rts.ack_local, rts.ack_generation}};
   const uint64_t cookie = rts.cookie;
-  const node::Ring::Push res = push_to(p, to.ring, kNodeAck, to.owner, 0, sizeof cookie,
-                                       [&](char* at) { std::memcpy(at, &cookie, sizeof cookie); });
+  const node::Ring::Push res =
+      push_to(p, to.ring, kNodeAck, to.owner, 0, sizeof cookie,
+              [&](char* at) { std::memcpy(at, &cookie, sizeof cookie); });
   if (res == node::Ring::Push::kOk) {
     ring_bell(p, to.ring);
   } else {

@@ -44,15 +44,6 @@
 // goes behind it; the backlog is retried by the endpoint's next sends and waits and by
 // every pass.  Acknowledgements that do not fit wait in a process-wide list (their
 // order does not matter).
-// Packets.  The progress engine's packets (runtime/transport.h: the one-sided handler
-// calls and their replies) to a process of the node go into that process's packet ring
-// (one per process, announced at EP_Init) as kNodePacket records instead of MPI: every
-// packet to a node peer, for good, so one thread's packets to it stay in order.  The
-// ring is drained by a pass only (the pending bit and doorbell, as above; nobody attends
-// it), which hands each packet to Runtime::on_packet as an MPI arrival would be: the
-// handler still runs on the baton holder.  A packet must fit the ring (packet_limit);
-// one that finds the ring full waits in the per-peer packet backlog (FIFO, flushed by
-// the next packet to that peer and by every pass).
 // Validation.  A record is trusted only after checks: the ring's frame and owner checks
 // (node/ring.h), then its kind (messages on endpoint rings, acknowledgements on the
 // acknowledgement ring), its body's length, a sender that is a node peer with the pid it
@@ -100,7 +91,7 @@ struct RecvTarget;
 struct TypeInfo;
 
 // Record kinds (node::Ring's caller kinds).
-constexpr uint8_t kNodeEager = 2, kNodeRts = 3, kNodeAck = 4, kNodePacket = 5;
+constexpr uint8_t kNodeEager = 2, kNodeRts = 3, kNodeAck = 4;
 
 // The body of a kNodeEager record: these, then the packed payload (the record's aux is
 // its byte count).
@@ -147,8 +138,7 @@ struct NodeBacklogRecord {
 // A ring this process drains: an endpoint's (Endpoint::node; only where the node
 // transport is on and a ring could be assigned), or the acknowledgement ring.
 struct NodeEndpoint {
-  Endpoint* ep = nullptr;  // whose ring; nullptr: the acknowledgement or packet ring
-  bool packets = false;    // the packet ring (see "Packets"), or a peer's packet backlog
+  Endpoint* ep = nullptr;  // whose ring; nullptr: the acknowledgement ring
   int ring = -1;
   node::Ring view;
   node::Owner owner;
@@ -205,14 +195,6 @@ class NodeTransport {
   // Bookkeeping of backlogs and acknowledgements (node.cc).
   void list_backlogged(NodeEndpoint* ne);
   void add_ack(const NodeRoute& to, uint64_t cookie);
-  // Packets (see "Packets"): true if `len` bytes at `packet` went to process `proc` by
-  // the node way (into its packet ring or behind the backlog; the caller keeps the
-  // buffer), false if that process is not reached so (the caller uses MPI).  Any thread.
-  bool send_packet(int proc, const char* packet, size_t len);
-  // The longest packet send_packet takes to `proc` (0 if it is not reached by the node
-  // way).  Thread-safe.
-  size_t packet_limit(int proc) const;
-
   // The acknowledgement ring, and the rendezvous sends awaiting their kNodeAck: a send
   // is issued before its RTS leaves; acknowledge() takes it (false: not one of ours).
   NodeEndpoint& ack_ring() { return ack_; }
@@ -229,11 +211,6 @@ class NodeTransport {
   // Every ring this process drains, by index (the pass hook).
   std::unique_ptr<std::atomic<NodeEndpoint*>[]> ring_owner_;
   NodeEndpoint ack_;
-  // The packet ring (this process's), and by world rank the route to each node peer's
-  // and the holder of the backlog of packets to it (peer null: not a node peer).
-  NodeEndpoint packets_;
-  std::vector<NodeRoute> packet_to_;
-  std::vector<std::unique_ptr<NodeEndpoint>> packet_out_;
   std::mutex issued_mu_;
   std::unordered_set<uint64_t> issued_;  // guarded by issued_mu_
   // The process lists (see "Full rings").

@@ -265,8 +265,7 @@ int runtime_finalize() {
         "packets_received=%llu "
         "data_sent=%llu data_received=%llu progress_loops=%llu progress_sleeps=%llu "
         "dropped_packets=%llu mpi_errors=%llu lost_wakeups=%llu mpi_calls_outside_engine=%llu "
-        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu "
-        "node_packets=%llu\n",
+        "node_eager=%llu node_rndv=%llu node_acks=%llu node_backlogged=%llu node_rejected=%llu\n",
         rt->world_rank, (unsigned long long)c.local_eager.load(),
         (unsigned long long)c.local_rndv.load(), (unsigned long long)c.remote_eager.load(),
         (unsigned long long)c.remote_rndv.load(), (unsigned long long)c.direct_matches.load(),
@@ -278,8 +277,7 @@ int runtime_finalize() {
         (unsigned long long)s.mpi_errors.load(), (unsigned long long)lost_wakeups(),
         (unsigned long long)mpi_calls_outside_engine(), (unsigned long long)c.node_eager.load(),
         (unsigned long long)c.node_rndv.load(), (unsigned long long)c.node_acks.load(),
-        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load(),
-        (unsigned long long)c.node_packets.load());
+        (unsigned long long)c.node_backlogged.load(), (unsigned long long)c.node_rejected.load());
   }
   comm_free_all();
   rt->node.shutdown();  // every ring was given back with its fragment

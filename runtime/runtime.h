@@ -57,9 +57,9 @@ struct Counters {
   std::atomic<uint64_t> local_eager{0}, local_rndv{0}, remote_eager{0}, remote_rndv{0},
       direct_matches{0}, dropped_packets{0};
   // The node transport (runtime/node.h): records sent, acknowledgements taken, records
-  // that waited in a backlog, records refused by their receiver, packets sent.
+  // that waited in a backlog, records refused by their receiver.
   std::atomic<uint64_t> node_eager{0}, node_rndv{0}, node_acks{0}, node_backlogged{0},
-      node_rejected{0}, node_packets{0};
+      node_rejected{0};
 };
 
 class Runtime final : public progress::PacketSink {

@@ -1,7 +1,5 @@
 #include "runtime/transport.h"
 
-#include <cstdlib>
-
 #include "runtime/runtime.h"
 
 namespace ep::runtime {
@@ -21,24 +19,11 @@ progress::Command packet_command(int proc, char* packet, size_t len) {
 }  // namespace
 
 void send_packet(int proc, char* packet, size_t len) {
-  if (runtime()->node.send_packet(proc, packet, len)) {
-    std::free(packet);
-    return;
-  }
   engine().submit(packet_command(proc, packet, len), /*self_progress=*/true);
 }
 
 void send_packet_from_pass(int proc, char* packet, size_t len) {
-  if (runtime()->node.send_packet(proc, packet, len)) {
-    std::free(packet);
-    return;
-  }
   engine().submit_from_pass(packet_command(proc, packet, len));
-}
-
-size_t packet_limit(int proc) {
-  const size_t node = runtime()->node.packet_limit(proc);
-  return node != 0 ? node : kMaxPacketBytes;
 }
 
 void run_in_pass(void (*fn)(void*), void* arg) {

@@ -3,10 +3,8 @@
 // What it is: collectives and one-sided communication never see the engine
 // (progress/engine.h); what they need of it is here.  A one-sided packet travels on the
 // engine's packet communicator like a point-to-point packet (runtime.h, WireHeader kind
-// kRma) - or, to a process of this node while the node transport is on, through that
-// process's packet ring (runtime/node.h, "Packets"), without MPI - and reaches the
-// installed RMA sink on the progress-baton holder; a collective's schedule advances in
-// a hook that every engine pass runs.
+// kRma) and reaches the installed RMA sink on the progress-baton holder; a collective's
+// schedule advances in a hook that every engine pass runs.
 //
 // Threading: send_packet, run_in_pass, start_queued are thread-safe and never block;
 // send_packet_from_pass only on the baton holder (inside a sink or a hook).
@@ -26,16 +24,12 @@ namespace ep::runtime {
 constexpr size_t kPacketHeadroom = 128;
 constexpr size_t kMaxPacketBytes = 136 * 1024;
 
-// Sends `len` bytes at `packet` (malloc'ed; freed once sent), at most packet_limit(proc),
-// to process `proc` (MPI_COMM_WORLD rank), in order with this thread's earlier packets
-// to it.  Starts it at once if no other thread holds the baton (or the node way: pushes
-// it into the peer's ring).
+// Sends `len` bytes at `packet` (malloc'ed; the engine frees it once sent) to process
+// `proc` (MPI_COMM_WORLD rank), in order with this thread's earlier packets to it.
+// Starts it at once if no other thread holds the baton.
 void send_packet(int proc, char* packet, size_t len);
 // The same from inside a pass: starts it at once.
 void send_packet_from_pass(int proc, char* packet, size_t len);
-// The longest packet send_packet takes to `proc`: kMaxPacketBytes, or less for a node
-// peer (what its packet ring takes).  Constant after EP_Init.
-size_t packet_limit(int proc);
 // Runs fn(arg) in a later pass (after every pass now running has ended).
 void run_in_pass(void (*fn)(void*), void* arg);
 // Starts the commands queued so far if the baton is free.
