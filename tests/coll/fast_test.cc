@@ -263,10 +263,10 @@ TEST(FastChurn, DupAllreduceFreeMoreTimesThanMpiHasContextIds) {
       ASSERT_EQ(EP_Comm_free(&d), EP_SUCCESS);
     }
     // On one node with the node transport on, the processes meet in the node segment
-    // (runtime/node_coll.h) and never make one; otherwise some allreduce must.
-    if (ep_test::world_size() > 1 && ep::runtime::runtime()->node.on()) {
-      EXPECT_EQ(with_pcomm, 0) << "a one-node allreduce made a process-level communicator";
-    } else if (ep_test::world_size() > 1) {
+    // (runtime/node_coll.h) - but a communicator made while a process's rings are all
+    // taken by fragments not yet retired falls back to the process-level one, so either
+    // may happen; otherwise some allreduce must make one.
+    if (ep_test::world_size() > 1 && !ep::runtime::runtime()->node.on()) {
       EXPECT_GT(with_pcomm, 0) << "no allreduce made a process-level communicator";
     }
   });
