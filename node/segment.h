@@ -91,7 +91,7 @@ struct Doorbell {
 // One communicator fragment's place in the node collectives (runtime/node_coll.h says
 // who writes what and the ordering): its operation counters, the futex its waiting
 // thread sleeps on, and two data slots (operation k uses slot k % 2).
-constexpr uint32_t kCellData = 4096;
+constexpr uint32_t kCellData = 32768;
 struct CollCell {
   alignas(64) std::atomic<uint64_t> arrive{0};  // operations the owner arrived at
   std::atomic<uint64_t> base{0};  // `arrive` when the ring was last assigned

@@ -97,7 +97,7 @@ void check_rooted(EP_Comm comm, int count, MPI_Datatype pair) {
   }
 }
 
-// Barriers, allreduces of one slot and of many (4096-byte slots hold 512 int64s), bcasts
+// Barriers, allreduces of one slot and of many (32 KiB slots hold 4096 int64s), bcasts
 // and reductions by value, on the endpoints communicator and on a split with the ranks
 // reversed: right results, and once the first collectives made the communicators' node
 // groups, no MPI call on any endpoint's thread and no engine packet.
@@ -125,12 +125,12 @@ TEST(NodeColl, CollectivesMakeNoMpiCall) {
     ASSERT_EQ(EP_Barrier(world), EP_SUCCESS);
     const uint64_t before = own_calls();
     for (int k = 0; k < scaled(40); ++k) ASSERT_EQ(EP_Barrier(world), EP_SUCCESS);
-    for (int count : {1, 3, 512, 513, 5000}) {
+    for (int count : {1, 3, 4096, 4097, 20000}) {
       check_allreduces(world, count);
       check_allreduces(reversed, count);
       ASSERT_EQ(EP_Barrier(reversed), EP_SUCCESS);
     }
-    for (int count : {0, 1, 32, 700, 3000}) {
+    for (int count : {0, 1, 32, 700, 4095, 9000}) {
       check_rooted(world, count, pair);
       check_rooted(reversed, count, pair);
     }
