@@ -27,8 +27,10 @@
 //              valid endpoint's input goes to the exchange as it is, in round 1).
 //              Rounds 2 and 3 keep buffers that others read alive until they are done;
 //              a large bcast: each endpoint copies from the root's buffer, then round 2;
-//   engine     several fragments and anything else - every barrier, bcast and reduce, an
-//              allreduce with a user op or a large non-contiguous type: round 1's
+//   node       several fragments, each in its own process of this node: see "The node
+//              way" below (barrier, bcast, reduce by value, allreduce on dense types);
+//   engine     several fragments and anything else - every other barrier, bcast and
+//              reduce, an allreduce with a user op or a large non-contiguous type: round 1's
 //              completer starts one engine operation for the whole fragment
 //              (start_fragment, coll.h; each endpoint's hidden tag advances as if it had
 //              called start itself); it writes every output, and whichever thread
@@ -41,9 +43,9 @@
 // (a hole) contributes and receives nothing and follows the plan; a fragment of holes
 // that knows the arguments adds zeros to the exchange, one that knows nothing skips it
 // (engine.h).  Blocking and nonblocking collectives never match each other (MPI 3.1
-// section 5.12).  Several fragments keep barriers, bcasts and reductions on the engine's
-// hidden messages: a pcomm message left waiting in a barrier, where passive targets
-// wait, slows this process's window service (docs/perf/collectives.md, "Why barriers
+// section 5.12).  Several fragments off the node way keep barriers, bcasts and
+// reductions on the engine's hidden messages: a pcomm message left waiting in a barrier,
+// where passive targets wait, slows this process's window service (docs/perf/collectives.md, "Why barriers
 // stay on the engine").
 //
 // The node way (runtime/node_coll.h): when every fragment lives in its own process of

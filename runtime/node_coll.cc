@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <string>
 #include <vector>
 
 #include "base/cross_process.h"
@@ -18,12 +17,10 @@ namespace {
 // wait()'s side of runtime/wait.h's loop: the condition is every fragment's arrival;
 // the waiter sleeps on its own cell's bell (see "Memory ordering").
 struct ArrivalWait : PlainWait<ArrivalWait> {
-  ArrivalWait(const NodeGroup* g, node::CollCell* m, bool (NodeGroup::*a)() const)
-      : group(g), mine(m), arrived(a) {}
+  ArrivalWait(const NodeGroup* g, node::CollCell* m) : group(g), mine(m) {}
   const NodeGroup* group;
   node::CollCell* mine;
-  bool (NodeGroup::*arrived)() const;
-  bool ready() { return (group->*arrived)(); }
+  bool ready() { return group->all_arrived(); }
   bool sleep(int64_t ns) {
     // seq_cst: Dekker with arrive()'s store of `arrive` and load of `asleep`.
     mine->asleep.fetch_add(1, std::memory_order_seq_cst);
@@ -105,7 +102,7 @@ bool NodeGroup::all_arrived() const {
 }
 
 void NodeGroup::wait() {
-  ArrivalWait w(this, cells_[me_].cell, &NodeGroup::all_arrived);
+  ArrivalWait w(this, cells_[me_].cell);
   wait_loop(w, Drive::kNo);
   base::cross_process_acquire();
 }

@@ -33,9 +33,8 @@
 //
 // Memory ordering: a cell's `base` is written before its ring's directory entry is
 // published (release) and read after resolve()'s acquire of it.  The slot is written,
-// then `arrive` stored with seq_cst (a release);
-// wait()'s acquire loads of the others' `arrive` pair with it, so data(f) reads what f
-// wrote.  `done` is stored with release after the reads and loaded with acquire by
+// then `arrive` stored with seq_cst (a release); wait()'s acquire loads of the others'
+// `arrive` pair with it, so data(f) reads what f wrote.  `done` is stored with release after the reads and loaded with acquire by
 // busy() (and, implicitly, reuse follows the next arrivals).  Sleeping is Dekker's: the
 // waiter increments `asleep` (seq_cst), fences, then re-checks the counters before the
 // futex wait on `bell`; an arriver stores `arrive` (seq_cst), fences, then loads each
@@ -72,13 +71,14 @@ class NodeGroup {
   const char* data(int f) const { return cells_[f].cell->data[k_ % 2]; }
   void finish();
   bool busy() const;
+  // Every fragment arrived at the current operation (wait()'s condition; acquire).
+  bool all_arrived() const;
 
  private:
   struct Cell {
     node::CollCell* cell;
     uint64_t base;  // its `arrive` before this group's first operation
   };
-  bool all_arrived() const;
   std::vector<Cell> cells_;  // by fragment
   int me_ = 0;
   uint64_t k_ = 0;  // operations arrived at

@@ -79,7 +79,8 @@ bool reduce_typed(const char* a, const char* b, char* out, int64_t n, MPI_Op op)
   return true;
 }
 
-// The size of a predefined integer type's C type (is_integer(t)), without asking MPI.
+// The size of a predefined integer type's C type, without asking MPI; 0 for any other
+// type.
 size_t integer_size(MPI_Datatype t) {
   if (one_of(t, {MPI_INT8_T, MPI_UINT8_T, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR})) return 1;
   if (one_of(t, {MPI_INT16_T, MPI_UINT16_T})) return 2;
@@ -101,8 +102,8 @@ bool dispatch(MPI_Datatype t, Call&& call) {
   if (is_floating(t) && t != MPI_LONG_DOUBLE) {
     return t == MPI_FLOAT ? call(float{}) : call(double{});
   }
-  if (!is_integer(t)) return false;
   const size_t size = integer_size(t);
+  if (size == 0) return false;
   const bool is_unsigned =
       one_of(t, {MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_UNSIGNED_LONG, MPI_UNSIGNED_LONG_LONG,
                  MPI_UNSIGNED_CHAR, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T});
